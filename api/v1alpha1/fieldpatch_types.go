@@ -1,0 +1,244 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// PatchType says how FieldPatchSpec.Patch is read.
+// +kubebuilder:validation:Enum=Apply;StrategicMerge;Merge;JSON
+type PatchType string
+
+const (
+	// PatchTypeApply reads the patch as a partial object, an apply
+	// configuration, and sends it with Server-Side Apply.
+	PatchTypeApply PatchType = "Apply"
+	// PatchTypeStrategicMerge reads the patch as a strategic merge patch.
+	PatchTypeStrategicMerge PatchType = "StrategicMerge"
+	// PatchTypeMerge reads the patch as a JSON merge patch (RFC 7386).
+	PatchTypeMerge PatchType = "Merge"
+	// PatchTypeJSON reads the patch as a JSON patch (RFC 6902), a list of
+	// operations.
+	PatchTypeJSON PatchType = "JSON"
+)
+
+// ConflictPolicy says what happens to a field of the intent that another
+// field manager owns with a different value (an SSA conflict).
+// +kubebuilder:validation:Enum=Force;Fail;Yield
+type ConflictPolicy string
+
+const (
+	// ConflictPolicyForce applies with force: the field changes owner and
+	// value (the SSA docs' advice for controllers).
+	ConflictPolicyForce ConflictPolicy = "Force"
+	// ConflictPolicyFail writes nothing and reports the conflicts.
+	ConflictPolicyFail ConflictPolicy = "Fail"
+	// ConflictPolicyYield leaves the conflicting fields to their owners and
+	// applies the rest of the intent.
+	ConflictPolicyYield ConflictPolicy = "Yield"
+)
+
+// DeletionPolicy says what deleting a FieldPatch does to its target.
+// +kubebuilder:validation:Enum=HandBack;Relinquish
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyHandBack moves every field the patch took back to the
+	// field manager that owned it before (values stay), then relinquishes
+	// the rest: fields the patch added are removed.
+	DeletionPolicyHandBack DeletionPolicy = "HandBack"
+	// DeletionPolicyRelinquish only relinquishes: fields only the patch owns
+	// are removed, fields it took from others are left with no owner.
+	DeletionPolicyRelinquish DeletionPolicy = "Relinquish"
+)
+
+// TargetReference names the object a FieldPatch changes.
+type TargetReference struct {
+	// APIVersion of the target, e.g. "apps/v1".
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the target, e.g. "DaemonSet".
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Name of the target.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Namespace of the target. A FieldPatch may only target its own
+	// namespace (empty means its own); a ClusterFieldPatch names the
+	// namespace of a namespaced target and leaves it empty for a
+	// cluster-scoped one.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// FieldPatchSpec is the intent of a FieldPatch or ClusterFieldPatch.
+type FieldPatchSpec struct {
+	// Target is the object to patch. It cannot change once set.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="target is immutable"
+	Target TargetReference `json:"target"`
+
+	// Type says how Patch is read. Apply (default) is Server-Side Apply of a
+	// partial object; StrategicMerge, Merge and JSON are computed against the
+	// live object and the fields they set are then applied with
+	// Server-Side Apply, so ownership is tracked the same way.
+	// +kubebuilder:default=Apply
+	// +optional
+	Type PatchType `json:"type,omitempty"`
+
+	// Patch is a partial object (Apply, StrategicMerge, Merge) or a list of
+	// RFC 6902 operations (JSON).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=""
+	Patch runtime.RawExtension `json:"patch"`
+
+	// ConflictPolicy says what to do with fields another field manager owns.
+	// +kubebuilder:default=Force
+	// +optional
+	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
+
+	// DeletionPolicy says what deleting this patch does to the target.
+	// +kubebuilder:default=HandBack
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// IgnorePaths are field paths left out of the intent and of drift
+	// detection, in the ownership core's path form, e.g.
+	// `.spec.replicas` or `.metadata.annotations["example.com/x"]`.
+	// +optional
+	// +listType=set
+	IgnorePaths []string `json:"ignorePaths,omitempty"`
+
+	// Suspend stops reconciling (no writes, no drift repair) until cleared.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// PreviousOwner is one managed fields entry of the target, as it stood just
+// before this patch first wrote to those fields, restricted to them.
+type PreviousOwner struct {
+	// Manager is the field manager's name.
+	Manager string `json:"manager"`
+	// Operation is Apply or Update.
+	Operation metav1.ManagedFieldsOperationType `json:"operation"`
+	// APIVersion the manager used.
+	APIVersion string `json:"apiVersion"`
+	// Subresource the manager wrote through, empty for the main resource.
+	// +optional
+	Subresource string `json:"subresource,omitempty"`
+	// Fields the manager owned that this patch took, in the managed fields'
+	// FieldsV1 form.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	FieldsV1 *metav1.FieldsV1 `json:"fieldsV1"`
+	// Paths lists the same fields in the ownership core's path form, for
+	// people.
+	// +optional
+	Paths []string `json:"paths,omitempty"`
+}
+
+// FieldPatchStatus is the observed state of a FieldPatch.
+type FieldPatchStatus struct {
+	// ObservedGeneration is the generation last reconciled with success.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling and Stalled (kstatus).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// FieldManager is the field manager this patch applies with.
+	// +optional
+	FieldManager string `json:"fieldManager,omitempty"`
+	// TargetUID is the UID of the target last patched; a new UID (the target
+	// was recreated) means previous owners are recorded again.
+	// +optional
+	TargetUID string `json:"targetUID,omitempty"`
+	// ManagedFields lists the paths this patch owns on the target now.
+	// +optional
+	ManagedFields []string `json:"managedFields,omitempty"`
+	// FieldCount is len(ManagedFields), for printing.
+	// +optional
+	FieldCount int `json:"fieldCount,omitempty"`
+	// RecordedFields is the set of intent fields whose previous owners were
+	// recorded, in FieldsV1 form.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	RecordedFields *metav1.FieldsV1 `json:"recordedFields,omitempty"`
+	// PreviousOwners are the owners of the patched fields before the first
+	// write; deletion hands each field back to its entry.
+	// +optional
+	PreviousOwners []PreviousOwner `json:"previousOwners,omitempty"`
+	// ContestedBy names the field manager that keeps taking patched fields
+	// back, while that lasts.
+	// +optional
+	ContestedBy string `json:"contestedBy,omitempty"`
+	// LastAppliedTime is when this patch last wrote to the target.
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+}
+
+// FieldPatch changes fields of an object in its own namespace that it does
+// not own, tracks them by field manager, repairs drift on them and hands
+// them back on delete.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=fieldops,shortName=fp
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kind`
+// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FieldPatch struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FieldPatchSpec   `json:"spec"`
+	Status FieldPatchStatus `json:"status,omitempty"`
+}
+
+// FieldPatchList is a list of FieldPatch.
+//
+// +kubebuilder:object:root=true
+type FieldPatchList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FieldPatch `json:"items"`
+}
+
+// ClusterFieldPatch is a FieldPatch that may target an object in any
+// namespace, or a cluster-scoped object.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=fieldops,shortName=cfp
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kind`
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.target.namespace`,priority=1
+// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterFieldPatch struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FieldPatchSpec   `json:"spec"`
+	Status FieldPatchStatus `json:"status,omitempty"`
+}
+
+// ClusterFieldPatchList is a list of ClusterFieldPatch.
+//
+// +kubebuilder:object:root=true
+type ClusterFieldPatchList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterFieldPatch `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FieldPatch{}, &FieldPatchList{}, &ClusterFieldPatch{}, &ClusterFieldPatchList{})
+}

@@ -1,0 +1,156 @@
+// Command manager runs the fieldops controllers.
+//
+//	manager [--kubeconfig PATH] [--feature-gates Name=bool,...] [--local]
+//
+// With --local it first starts an embedded control plane (kube-apiserver and
+// etcd from bin/, see test/localcp), installs the CRDs, writes a kubeconfig
+// to --local-dir and prints the KUBECONFIG line; Ctrl-C stops everything.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "fieldops:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		metricsAddr, probeAddr, localDir string
+		leaderElect, local               bool
+	)
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
+	fs.BoolVar(&local, "local", false, "Start an embedded local control plane (kube-apiserver and etcd from bin/) and run against it.")
+	fs.StringVar(&localDir, "local-dir", "bin/local", "With --local: where the kubeconfig is written.")
+	feature.Gates.AddFlag(fs)
+	zapOpts := zap.Options{Development: true}
+	goflags := flag.NewFlagSet("", flag.ContinueOnError)
+	zapOpts.BindFlags(goflags)
+	fs.AddGoFlagSet(goflags)
+	ctrl.RegisterFlags(goflags)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	log.Info("feature gates", "ServerSideApply", feature.Gates.Enabled(feature.ServerSideApply),
+		"InPlacePodMetadata", feature.Gates.Enabled(feature.InPlacePodMetadata), "ExternalPlugins", feature.Gates.Enabled(feature.ExternalPlugins))
+
+	var cfg *rest.Config
+	if local {
+		cp, err := localcp.Start(localcp.Options{})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cp.Stop() }()
+		kubeconfig, err := writeKubeconfig(cp, localDir)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("local control plane is up; in another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
+		cfg = cp.Config
+		metricsAddr, probeAddr = "0", "0"
+	} else {
+		var err error
+		if cfg, err = ctrl.GetConfig(); err != nil {
+			return err
+		}
+	}
+	return runManager(cfg, metricsAddr, probeAddr, leaderElect)
+}
+
+func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect bool) error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		LeaderElection:         leaderElect,
+		LeaderElectionID:       "fieldops.dev",
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := Setup(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// Setup registers every fieldops controller with mgr.
+func Setup(mgr ctrl.Manager) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	applier := &ownershipcore.Applier{
+		Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
+		Schema: ownershipcore.NewSchema(dc),
+	}
+	for _, cluster := range []bool{false, true} {
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up FieldPatch controller: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "fieldops-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, b, 0o600)
+}

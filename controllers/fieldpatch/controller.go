@@ -1,0 +1,251 @@
+package fieldpatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Finalizer holds a FieldPatch until its fields are handed back.
+const Finalizer = "fieldops.dev/hand-back"
+
+// Manager name prefixes: a FieldPatch applies with
+// "fieldops-fieldpatch/<namespace>/<name>", a ClusterFieldPatch with
+// "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
+const (
+	ManagerPrefix        = "fieldops-fieldpatch"
+	ClusterManagerPrefix = "fieldops-clusterfieldpatch"
+	// OwnManagerPrefix marks field managers of fieldops itself; objects
+	// with such a manager are never FieldPatch targets.
+	OwnManagerPrefix = "fieldops-"
+)
+
+// transientRetry is how long to wait after an error a retry may fix
+// (a kind not served yet, a failed request).
+const transientRetry = 30 * time.Second
+
+// Reconciler reconciles FieldPatch (Cluster false) or ClusterFieldPatch
+// (Cluster true).
+type Reconciler struct {
+	Client   client.Client
+	Applier  *ownershipcore.Applier
+	Recorder events.EventRecorder
+	Cluster  bool
+
+	watches  *watches
+	contests *contests
+}
+
+func (r *Reconciler) newObject() v1alpha1.Patcher {
+	if r.Cluster {
+		return &v1alpha1.ClusterFieldPatch{}
+	}
+	return &v1alpha1.FieldPatch{}
+}
+
+// SetupWithManager registers the controller, its target index, and the
+// on-demand target watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.contests = newContests()
+	obj, list := client.Object(&v1alpha1.FieldPatch{}), client.ObjectList(&v1alpha1.FieldPatchList{})
+	name := "fieldpatch"
+	if r.Cluster {
+		obj, list, name = &v1alpha1.ClusterFieldPatch{}, &v1alpha1.ClusterFieldPatchList{}, "clusterfieldpatch"
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, targetIndex, func(o client.Object) []string {
+		p := o.(v1alpha1.Patcher)
+		gv, err := schema.ParseGroupVersion(p.PatchSpec().Target.APIVersion)
+		if err != nil {
+			return nil
+		}
+		return []string{targetKey(gv.WithKind(p.PatchSpec().Target.Kind).GroupKind(), p.TargetNamespace(), p.PatchSpec().Target.Name)}
+	}); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Named(name).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = &watches{
+		started: map[schema.GroupVersionKind]bool{}, ctrl: c, cache: mgr.GetCache(),
+		list: func(ctx context.Context, key string) ([]types.NamespacedName, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			if err := mgr.GetCache().List(ctx, l, client.MatchingFields{targetIndex: key}); err != nil {
+				return nil, err
+			}
+			var out []types.NamespacedName
+			_ = meta.EachListItem(l, func(o runtime.Object) error {
+				co := o.(client.Object)
+				out = append(out, types.NamespacedName{Namespace: co.GetNamespace(), Name: co.GetName()})
+				return nil
+			})
+			return out, nil
+		},
+	}
+	return nil
+}
+
+// Reconcile: get → delete or finalizer → reconcile → status written once,
+// in the defer.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	obj := r.newObject()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	before := obj.DeepCopyObject().(v1alpha1.Patcher)
+	defer func() {
+		if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
+			return // gone
+		}
+		if err := r.patchStatus(ctx, before, obj); err != nil && !apierrors.IsNotFound(err) {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.reconcileDelete(ctx, obj)
+	}
+	if controllerutil.AddFinalizer(obj, Finalizer) {
+		if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		before = obj.DeepCopyObject().(v1alpha1.Patcher)
+	}
+	return r.reconcileNormal(ctx, obj)
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, before, obj v1alpha1.Patcher) error {
+	if equality.Semantic.DeepEqual(before.PatchStatus(), obj.PatchStatus()) {
+		return nil
+	}
+	return r.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+}
+
+// managerName is the field manager of obj.
+func (r *Reconciler) managerName(obj v1alpha1.Patcher) string {
+	if r.Cluster {
+		return ownershipcore.ManagerName(ClusterManagerPrefix, "", obj.GetName())
+	}
+	return ownershipcore.ManagerName(ManagerPrefix, obj.GetNamespace(), obj.GetName())
+}
+
+// targetError is a problem with the spec: Stalled with Reason until the
+// spec changes (or, with Retry, until the world may have changed).
+type targetError struct {
+	Reason string
+	Retry  bool
+	Err    error
+}
+
+func (e *targetError) Error() string { return e.Err.Error() }
+func (e *targetError) Unwrap() error { return e.Err }
+
+func stalled(reason string, format string, args ...interface{}) error {
+	return &targetError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// resolveTarget validates the target reference and returns an empty
+// object naming it.
+func (r *Reconciler) resolveTarget(obj v1alpha1.Patcher) (*unstructured.Unstructured, error) {
+	t := obj.PatchSpec().Target
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
+	if err != nil {
+		return nil, stalled(ReasonInvalidTarget, "target apiVersion %q: %v", t.APIVersion, err)
+	}
+	gvk := gv.WithKind(t.Kind)
+	if gvk.Group == v1alpha1.GroupVersion.Group {
+		return nil, stalled(ReasonForbiddenTarget, "target %s is a fieldops object; fieldops does not patch its own objects", t.Kind)
+	}
+	if !r.Cluster && t.Namespace != "" && t.Namespace != obj.GetNamespace() {
+		return nil, stalled(ReasonCrossNamespaceTarget, "a FieldPatch may only target its own namespace %q, not %q: use a ClusterFieldPatch", obj.GetNamespace(), t.Namespace)
+	}
+	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: fmt.Errorf("kind %s is not served by the apiserver", gvk)}
+		}
+		return nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err}
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	ns := obj.TargetNamespace()
+	switch {
+	case namespaced && ns == "":
+		return nil, stalled(ReasonInvalidTarget, "target %s is namespaced: set spec.target.namespace", gvk.Kind)
+	case !namespaced && !r.Cluster:
+		return nil, stalled(ReasonInvalidTarget, "target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
+	case !namespaced:
+		ns = ""
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(t.Name)
+	return u, nil
+}
+
+// ownedByFieldops reports whether fieldops itself manages live (another
+// fieldops controller's object), naming the manager.
+func ownedByFieldops(live *unstructured.Unstructured, self string) (string, bool) {
+	for _, ref := range live.GetOwnerReferences() {
+		if strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/") {
+			return ref.Kind + " " + ref.Name, true
+		}
+	}
+	for _, e := range live.GetManagedFields() {
+		if strings.HasPrefix(e.Manager, OwnManagerPrefix) &&
+			!strings.HasPrefix(e.Manager, ManagerPrefix+"/") && !strings.HasPrefix(e.Manager, ClusterManagerPrefix+"/") && e.Manager != self {
+			return e.Manager, true
+		}
+	}
+	return "", false
+}
+
+func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, args ...interface{}) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, typ, reason, "Reconcile", format, args...)
+	}
+}
+
+// fail records err in status and as an event and decides the retry.
+func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {
+	st, gen := obj.PatchStatus(), obj.GetGeneration()
+	var te *targetError
+	if errors.As(err, &te) {
+		setStalled(st, gen, te.Reason, te.Error())
+		r.event(obj, corev1.EventTypeWarning, te.Reason, "%s", te.Error())
+		if te.Retry {
+			return ctrl.Result{RequeueAfter: transientRetry}, nil
+		}
+		return ctrl.Result{}, nil
+	}
+	setWaiting(st, gen, ReasonApplyFailed, err.Error())
+	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", err.Error())
+	return ctrl.Result{}, err
+}
+

@@ -1,0 +1,11 @@
+package fieldpatch
+
+// RBAC of the FieldPatch controllers. Targets are arbitrary kinds, so the
+// manager may get, list, watch and patch any resource: that is what it
+// exists for. It never creates, updates (PUT) or deletes a target.
+
+// +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches;clusterfieldpatches,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches/status;clusterfieldpatches/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches/finalizers;clusterfieldpatches/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch

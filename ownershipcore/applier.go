@@ -1,0 +1,323 @@
+package ownershipcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Action says what Apply did.
+type Action string
+
+const (
+	// ActionCreated: the object did not exist and was created.
+	ActionCreated Action = "Created"
+	// ActionConfigured: the object or its managed fields changed.
+	ActionConfigured Action = "Configured"
+	// ActionUnchanged: nothing would change; no write was sent.
+	ActionUnchanged Action = "Unchanged"
+	// ActionConflicted: the conflict strategy failed the apply; no write.
+	ActionConflicted Action = "Conflicted"
+)
+
+// ApplyOptions configure one Apply.
+type ApplyOptions struct {
+	// FieldManager is the manager the intent is applied with. Required.
+	FieldManager string
+	// Conflicts decides each conflict. Nil fails on any conflict, as SSA
+	// without force does.
+	Conflicts ConflictStrategy
+	// Ignore are fields removed from the intent before anything else.
+	Ignore *fieldpath.Set
+}
+
+// Result is what Apply did and why.
+type Result struct {
+	Action Action
+	// Object is the object after the apply: the server's answer, or the
+	// live object when nothing was written. Nil if it does not exist.
+	Object *unstructured.Unstructured
+	// Forced are the conflicts taken with force (fields taken from others).
+	Forced []Conflict
+	// Yielded are the conflicts left to their owners.
+	Yielded []Conflict
+	// Failed are the conflicts that failed the apply.
+	Failed []Conflict
+	// Messages are the strategy's messages, one per resolved conflict.
+	Messages []string
+}
+
+// Applier applies intents with Server-Side Apply. It reads live objects
+// through Reader (an informer cache, so a steady-state Apply costs no
+// request) and decides locally, with the apiserver's own field manager
+// code, whether the apply would change the object or its managed fields:
+// only then does it send the request. It is safe for concurrent use.
+type Applier struct {
+	// Client sends apply requests.
+	Client client.Client
+	// Reader reads live objects; usually the manager's cache.
+	Reader client.Reader
+	// APIReader reads without a cache, where a stale read would be wrong
+	// (HandBack, Relinquish). Nil means Reader.
+	APIReader client.Reader
+	// Schema gives the apiserver's types.
+	Schema *Schema
+}
+
+func (a *Applier) fresh() client.Reader {
+	if a.APIReader != nil {
+		return a.APIReader
+	}
+	return a.Reader
+}
+
+// Apply applies desired (a partial object: apiVersion, kind, name,
+// namespace and the fields of the intent) under opts.FieldManager.
+//
+// Conflicts are resolved by opts.Conflicts: yielded fields are dropped from
+// the intent, forced ones taken; any failed one aborts with a
+// *ConflictError and Action Conflicted. Errors from the apiserver are
+// returned wrapped; a missing kind wraps ErrUnknownKind.
+func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts ApplyOptions) (Result, error) {
+	if opts.FieldManager == "" {
+		return Result{}, errors.New("apply: field manager is required")
+	}
+	intent, err := a.cleanIntent(desired, opts.Ignore)
+	if err != nil {
+		return Result{}, err
+	}
+	live, err := a.live(ctx, intent)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	force := false
+	// At most twice: conflicts found locally (or by the server, when the
+	// cache was stale) are resolved once, then the apply is final.
+	for attempt := 0; ; attempt++ {
+		var conflictErr error
+		if live != nil {
+			changed, err := a.wouldChange(live, intent, opts.FieldManager, force)
+			switch {
+			case err == nil && !changed:
+				res.Action, res.Object = ActionUnchanged, live
+				return res, nil
+			case err != nil && apierrors.IsConflict(err):
+				conflictErr = err
+			}
+		}
+		if conflictErr == nil {
+			out := intent.DeepCopy()
+			applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
+			if force {
+				applyOpts = append(applyOpts, client.ForceOwnership)
+			}
+			err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), applyOpts...)
+			if err == nil {
+				res.Object = out
+				switch {
+				case live == nil:
+					res.Action = ActionCreated
+				case live.GetResourceVersion() == out.GetResourceVersion():
+					res.Action = ActionUnchanged
+				default:
+					res.Action = ActionConfigured
+				}
+				return res, nil
+			}
+			if !apierrors.IsConflict(err) {
+				return res, fmt.Errorf("apply %s: %w", describe(intent), err)
+			}
+			conflictErr = err
+		}
+		if attempt > 0 || force {
+			return res, fmt.Errorf("apply %s: %w", describe(intent), conflictErr)
+		}
+		intent, force, err = a.resolve(ctx, &res, intent, live, opts, conflictErr)
+		if err != nil {
+			res.Action, res.Object = ActionConflicted, live
+			return res, err
+		}
+	}
+}
+
+// resolve asks the strategy about the conflicts in err and returns the
+// intent without yielded fields and whether to force.
+func (a *Applier) resolve(ctx context.Context, res *Result, intent, live *unstructured.Unstructured, opts ApplyOptions, err error) (*unstructured.Unstructured, bool, error) {
+	fields, ferr := a.FieldSet(intent)
+	if ferr != nil {
+		return nil, false, ferr
+	}
+	conflicts, ok := conflictsFrom(err, fields)
+	if !ok {
+		return nil, false, fmt.Errorf("apply %s: %w", describe(intent), err)
+	}
+	strategy := opts.Conflicts
+	if strategy == nil {
+		strategy = Static(DecisionFail)
+	}
+	subject := live
+	if subject == nil {
+		subject = intent
+	}
+	answers, rerr := strategy.Resolve(ctx, subject.DeepCopy(), opts.FieldManager, conflicts)
+	if rerr == nil && len(answers) != len(conflicts) {
+		rerr = fmt.Errorf("conflict strategy answered %d of %d conflicts", len(answers), len(conflicts))
+	}
+	if rerr != nil {
+		res.Failed = conflicts
+		return nil, false, fmt.Errorf("resolve conflicts: %w", rerr)
+	}
+	yield := fieldpath.NewSet()
+	for i, c := range conflicts {
+		if answers[i].Message != "" {
+			res.Messages = append(res.Messages, fmt.Sprintf("%s: %s", FormatPath(c.Path), answers[i].Message))
+		}
+		switch answers[i].Decision {
+		case DecisionForce:
+			res.Forced = append(res.Forced, c)
+		case DecisionYield:
+			res.Yielded = append(res.Yielded, c)
+			yield.Insert(c.Path)
+		case DecisionFail:
+			res.Failed = append(res.Failed, c)
+		default:
+			res.Failed = append(res.Failed, c)
+			return nil, false, fmt.Errorf("conflict strategy: unknown decision %q for %s", answers[i].Decision, FormatPath(c.Path))
+		}
+	}
+	if len(res.Failed) > 0 {
+		return nil, false, &ConflictError{Conflicts: res.Failed}
+	}
+	if !yield.Empty() {
+		var err error
+		if intent, err = a.RemoveFields(intent, yield); err != nil {
+			return nil, false, err
+		}
+	}
+	return intent, len(res.Forced) > 0, nil
+}
+
+// wouldChange runs the apiserver's field manager over a copy of live and
+// reports whether the result differs from live in content or in managed
+// fields (times aside). A conflict is returned as the apiserver's 409.
+func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager string, force bool) (bool, error) {
+	fm, err := a.Schema.FieldManager(intent.GroupVersionKind())
+	if err != nil {
+		return true, err
+	}
+	out, err := fm.Apply(live.DeepCopy(), intent.DeepCopy(), manager, force)
+	if err != nil {
+		return true, err
+	}
+	merged, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return true, fmt.Errorf("field manager returned %T", out)
+	}
+	return !sameObject(live, merged), nil
+}
+
+// sameObject compares two objects' content and managed fields, ignoring the
+// managed fields' times.
+func sameObject(a, b *unstructured.Unstructured) bool {
+	ma, erra := Owners(a)
+	mb, errb := Owners(b)
+	if erra != nil || errb != nil || len(ma) != len(mb) {
+		return false
+	}
+	for i := range ma {
+		if ma[i].ManagerKey != mb[i].ManagerKey || !ma[i].Fields.Equals(mb[i].Fields) {
+			return false
+		}
+	}
+	ca, cb := a.DeepCopy(), b.DeepCopy()
+	unstructured.RemoveNestedField(ca.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(cb.Object, "metadata", "managedFields")
+	return equality.Semantic.DeepEqual(ca.Object, cb.Object)
+}
+
+// live reads the object the intent names, nil when it does not exist.
+func (a *Applier) live(ctx context.Context, intent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return a.get(ctx, a.Reader, intent)
+}
+
+// Get reads the live object obj names (apiVersion, kind, namespace, name)
+// through Reader; nil, nil when it does not exist.
+func (a *Applier) Get(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return a.get(ctx, a.Reader, obj)
+}
+
+func (a *Applier) get(ctx context.Context, r client.Reader, intent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(intent.GroupVersionKind())
+	err := r.Get(ctx, client.ObjectKeyFromObject(intent), live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", describe(intent), err)
+	}
+	return live, nil
+}
+
+// cleanIntent copies desired without the fields a client may not apply
+// (managedFields, resourceVersion, uid, creationTimestamp, generation,
+// status) and without ignore.
+func (a *Applier) cleanIntent(desired *unstructured.Unstructured, ignore *fieldpath.Set) (*unstructured.Unstructured, error) {
+	intent := desired.DeepCopy()
+	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink"} {
+		unstructured.RemoveNestedField(intent.Object, "metadata", f)
+	}
+	delete(intent.Object, "status")
+	if ignore != nil && !ignore.Empty() {
+		return a.RemoveFields(intent, ignore)
+	}
+	return intent, nil
+}
+
+// FieldSet returns the field set of an intent: every field it sets,
+// with list items by their keys, as the apiserver records it.
+func (a *Applier) FieldSet(obj *unstructured.Unstructured) (*fieldpath.Set, error) {
+	tv, err := a.Schema.ToTyped(obj)
+	if err != nil {
+		return nil, err
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return nil, fmt.Errorf("field set of %s: %w", describe(obj), err)
+	}
+	return set, nil
+}
+
+// RemoveFields returns a copy of obj without the fields in set (and
+// everything below them), using the schema for list keys.
+func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Set) (*unstructured.Unstructured, error) {
+	tv, err := a.Schema.ToTyped(obj)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := tv.RemoveItems(set).AsValue().Unstructured().(map[string]interface{})
+	if !ok {
+		return nil, fmt.Errorf("remove fields from %s: not an object", describe(obj))
+	}
+	out := &unstructured.Unstructured{Object: m}
+	// Identity stays even if a path named it.
+	out.SetGroupVersionKind(obj.GroupVersionKind())
+	out.SetName(obj.GetName())
+	out.SetNamespace(obj.GetNamespace())
+	return out, nil
+}
+
+func describe(obj *unstructured.Unstructured) string {
+	ref := obj.GetKind() + " " + obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		ref = obj.GetKind() + " " + ns + "/" + obj.GetName()
+	}
+	return ref
+}

@@ -1,0 +1,100 @@
+package ownershipcore
+
+import (
+	"errors"
+
+	"fmt"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// OwnedDiff returns the fields where live differs from the intent desired,
+// restricted to what manager is responsible for: fields of the intent whose
+// live value differs or is missing, and fields manager owns that the intent
+// no longer sets (an apply would remove them). Fields set by others and
+// absent from the intent never count: this replaces hard-coded ignore
+// lists. An empty set means the intent holds.
+func (a *Applier) OwnedDiff(live, desired *unstructured.Unstructured, manager string) (*fieldpath.Set, error) {
+	intent, err := a.cleanIntent(desired, nil)
+	if err != nil {
+		return nil, err
+	}
+	lt, err := a.Schema.ToTyped(live)
+	if err != nil {
+		return nil, err
+	}
+	it, err := a.Schema.ToTyped(intent)
+	if err != nil {
+		return nil, err
+	}
+	intentSet, err := it.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	// Compare the intent with live restricted to the intent's fields.
+	cmp, err := lt.ExtractItems(intentSet.Leaves()).Compare(it)
+	if err != nil {
+		return nil, fmt.Errorf("compare %s: %w", describe(live), err)
+	}
+	diff := cmp.Added.Union(cmp.Modified).Union(cmp.Removed).Intersection(intentSet)
+	owners, err := Owners(live)
+	if err != nil {
+		return nil, err
+	}
+	if ours := owners.Applied(manager); ours != nil {
+		diff = diff.Union(ours.Fields.Difference(intentSet).Leaves())
+	}
+	return diff.Leaves(), nil
+}
+
+// ErrRemoval is returned by ChangedIntent when the patched object lacks
+// fields the live object has: a removed field has no owner and no value,
+// so SSA can neither record nor hand it back.
+var ErrRemoval = errors.New("the patch removes fields; removals cannot be owned or handed back")
+
+// ChangedIntent turns an imperative patch (merge, strategic merge, JSON
+// patch) into an intent for manager: the fields whose values patched sets
+// differently from live, plus the fields of patched that manager already
+// owns (so that a repeated patch keeps its fields and drift on them is
+// seen). The result is a partial object for Apply with the identity of
+// live. It returns ErrRemoval (wrapped) when the patch removes fields.
+func (a *Applier) ChangedIntent(live, patched *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	lt, err := a.Schema.ToTyped(live)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := a.Schema.ToTyped(patched)
+	if err != nil {
+		return nil, err
+	}
+	cmp, err := lt.Compare(pt)
+	if err != nil {
+		return nil, fmt.Errorf("compare patched %s: %w", describe(live), err)
+	}
+	if !cmp.Removed.Empty() {
+		return nil, fmt.Errorf("%w: %v", ErrRemoval, FormatSet(cmp.Removed))
+	}
+	fields := cmp.Added.Union(cmp.Modified)
+	owners, err := Owners(live)
+	if err != nil {
+		return nil, err
+	}
+	if ours := owners.Applied(manager); ours != nil {
+		pset, err := pt.ToFieldSet()
+		if err != nil {
+			return nil, err
+		}
+		fields = fields.Union(ours.Fields.Intersection(pset))
+	}
+	m, ok := pt.ExtractItems(fields, typed.WithAppendKeyFields()).AsValue().Unstructured().(map[string]interface{})
+	if !ok || m == nil {
+		m = map[string]interface{}{}
+	}
+	out := &unstructured.Unstructured{Object: m}
+	out.SetGroupVersionKind(live.GroupVersionKind())
+	out.SetName(live.GetName())
+	out.SetNamespace(live.GetNamespace())
+	return out, nil
+}

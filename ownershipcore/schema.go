@@ -1,0 +1,173 @@
+package ownershipcore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi3"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
+
+// Schema turns objects into structured-merge-diff typed values with the
+// apiserver's own OpenAPI v3 (GET /openapi/v3/apis/<group>/<version>), so
+// list and map semantics (x-kubernetes-list-type atomic/set/map with
+// x-kubernetes-list-map-keys, x-kubernetes-map-type) are the apiserver's,
+// never guessed. Converters are cached per GroupVersion; Invalidate drops one
+// (call it when a CRD changes), and a kind missing from a cached document
+// triggers one re-read. It is safe for concurrent use.
+type Schema struct {
+	root openapi3.Root
+
+	mu  sync.Mutex
+	tcs map[schema.GroupVersion]managedfields.TypeConverter
+	fms map[schema.GroupVersionKind]*managedfields.FieldManager
+}
+
+// NewSchema reads OpenAPI v3 through d.
+func NewSchema(d discovery.DiscoveryInterface) *Schema {
+	return &Schema{
+		root: openapi3.NewRoot(d.OpenAPIV3()),
+		tcs:  map[schema.GroupVersion]managedfields.TypeConverter{},
+		fms:  map[schema.GroupVersionKind]*managedfields.FieldManager{},
+	}
+}
+
+// ErrUnknownKind is returned (wrapped) when the apiserver publishes no
+// schema for a kind.
+var ErrUnknownKind = errors.New("kind not served by the apiserver")
+
+// Invalidate forgets the cached schema of gv.
+func (s *Schema) Invalidate(gv schema.GroupVersion) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tcs, gv)
+	for gvk := range s.fms {
+		if gvk.GroupVersion() == gv {
+			delete(s.fms, gvk)
+		}
+	}
+}
+
+// TypeConverter returns the converter for gv, reading its OpenAPI v3
+// document on first use.
+func (s *Schema) TypeConverter(gv schema.GroupVersion) (managedfields.TypeConverter, error) {
+	s.mu.Lock()
+	tc, ok := s.tcs[gv]
+	s.mu.Unlock()
+	if ok {
+		return tc, nil
+	}
+	doc, err := s.root.GVSpec(gv)
+	if err != nil {
+		var nf *openapi3.GroupVersionNotFoundError
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("%s: %w", gv, ErrUnknownKind)
+		}
+		return nil, fmt.Errorf("read OpenAPI v3 of %s: %w", gv, err)
+	}
+	if doc.Components == nil {
+		return nil, fmt.Errorf("OpenAPI v3 of %s has no components: %w", gv, ErrUnknownKind)
+	}
+	tc, err = managedfields.NewTypeConverter(doc.Components.Schemas, false)
+	if err != nil {
+		return nil, fmt.Errorf("build type converter for %s: %w", gv, err)
+	}
+	s.mu.Lock()
+	s.tcs[gv] = tc
+	s.mu.Unlock()
+	return tc, nil
+}
+
+// ToTyped converts obj with the schema of its kind. An object with fields
+// the schema does not know is an error, as it is for the apiserver.
+func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, error) {
+	gvk := obj.GroupVersionKind()
+	tc, err := s.TypeConverter(gvk.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	tv, err := tc.ObjectToTyped(obj, typed.AllowDuplicates)
+	if err != nil && isNoType(err) {
+		// The document may predate the kind (a CRD just installed): re-read once.
+		s.Invalidate(gvk.GroupVersion())
+		if tc, err = s.TypeConverter(gvk.GroupVersion()); err != nil {
+			return nil, err
+		}
+		tv, err = tc.ObjectToTyped(obj, typed.AllowDuplicates)
+		if err != nil && isNoType(err) {
+			return nil, fmt.Errorf("%s: %w", gvk, ErrUnknownKind)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	return tv, nil
+}
+
+func isNoType(err error) bool {
+	return err != nil && (containsString(err.Error(), "no corresponding type for") ||
+		containsString(err.Error(), "no type found matching"))
+}
+
+// FieldManager returns the apiserver's field manager
+// (managedfields.NewDefaultFieldManager) for gvk on the main resource, with
+// identity conversion: objects must already be at gvk's version.
+func (s *Schema) FieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+	s.mu.Lock()
+	fm, ok := s.fms[gvk]
+	s.mu.Unlock()
+	if ok {
+		return fm, nil
+	}
+	tc, err := s.TypeConverter(gvk.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	fm, err = managedfields.NewDefaultFieldManager(tc, identityConvertor{}, noDefaults{}, unstructuredCreater{},
+		gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("field manager for %s: %w", gvk, err)
+	}
+	s.mu.Lock()
+	s.fms[gvk] = fm
+	s.mu.Unlock()
+	return fm, nil
+}
+
+// identityConvertor converts nothing: the Applier reads live objects at the
+// version of the intent.
+type identityConvertor struct{}
+
+func (identityConvertor) Convert(in, out, context interface{}) error {
+	return errors.New("conversion is not supported")
+}
+
+func (identityConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	gvk := in.GetObjectKind().GroupVersionKind()
+	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk}); !ok || target != gvk {
+		return nil, fmt.Errorf("cannot convert %s to another version locally", gvk)
+	}
+	return in, nil
+}
+
+func (identityConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return "", "", errors.New("field labels are not supported")
+}
+
+type noDefaults struct{}
+
+func (noDefaults) Default(runtime.Object) {}
+
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
