@@ -1,0 +1,243 @@
+package ownershipcore_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+const vendorDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: default, labels: {app: web}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        env: [{name: LOG_LEVEL, value: info}]
+`
+
+func deployment(name string) string { return sprintf(vendorDeployment, name) }
+
+func TestApplyOwnsOnlyItsFieldsAndSkipsNoOps(t *testing.T) {
+	ctx := context.Background()
+	a, count := newApplier(t)
+	applyAs(t, a.Client, "vendor", deployment("noop"))
+
+	intent := obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: noop, namespace: default}
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        env: [{name: HTTP_PROXY, value: "http://proxy:3128"}]
+`)
+	opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}
+	res, err := a.Apply(ctx, intent, opts)
+	if err != nil || res.Action != ownershipcore.ActionConfigured {
+		t.Fatalf("first apply: %v %v", res.Action, err)
+	}
+	live := get(t, a.Client, intent)
+	own := owners(t, live)
+	wantOurs := []string{
+		`.spec.template.spec.containers[name="app"].env[name="HTTP_PROXY"].name`,
+		`.spec.template.spec.containers[name="app"].env[name="HTTP_PROXY"].value`,
+		`.spec.template.spec.containers[name="app"].name`,
+	}
+	for _, p := range wantOurs {
+		if !slices.Contains(own[p], "fp/Apply") {
+			t.Errorf("%s: owners %v, want fp/Apply among them", p, own[p])
+		}
+	}
+	for p, ms := range own {
+		if slices.Contains(ms, "fp/Apply") && !slices.Contains(wantOurs, p) {
+			t.Errorf("fp owns %s, which it never set", p)
+		}
+	}
+	if got := own[`.spec.template.spec.containers[name="app"].image`]; !reflect.DeepEqual(got, []string{"vendor/Apply"}) {
+		t.Errorf("image owners = %v, want only vendor", got)
+	}
+
+	count.writes.Store(0)
+	res, err = a.Apply(ctx, intent, opts)
+	if err != nil || res.Action != ownershipcore.ActionUnchanged {
+		t.Fatalf("second apply: %v %v", res.Action, err)
+	}
+	if n := count.writes.Load(); n != 0 {
+		t.Fatalf("steady-state apply sent %d writes, want 0", n)
+	}
+}
+
+func TestConflictStrategies(t *testing.T) {
+	ctx := context.Background()
+	a, count := newApplier(t)
+	applyAs(t, a.Client, "vendor", deployment("conflicts"))
+	intent := obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: conflicts, namespace: default}
+spec:
+  replicas: 4
+  template:
+    metadata: {annotations: {example.com/team: platform}}
+`)
+	count.writes.Store(0)
+	res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionFail)})
+	var ce *ownershipcore.ConflictError
+	if !errors.As(err, &ce) || res.Action != ownershipcore.ActionConflicted {
+		t.Fatalf("Fail: got %v %v, want a ConflictError", res.Action, err)
+	}
+	if len(ce.Conflicts) != 1 || ce.Conflicts[0].Manager != "vendor" || ownershipcore.FormatPath(ce.Conflicts[0].Path) != ".spec.replicas" {
+		t.Fatalf("conflicts = %v", ce.Conflicts)
+	}
+	if n := count.writes.Load(); n != 0 {
+		t.Fatalf("Fail sent %d writes", n)
+	}
+
+	res, err = a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionYield)})
+	if err != nil || res.Action != ownershipcore.ActionConfigured || len(res.Yielded) != 1 {
+		t.Fatalf("Yield: %v %v yielded=%v", res.Action, err, res.Yielded)
+	}
+	live := get(t, a.Client, intent)
+	if r, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); r != 1 {
+		t.Errorf("replicas = %d after yield, want 1", r)
+	}
+	if v, _, _ := unstructured.NestedString(live.Object, "spec", "template", "metadata", "annotations", "example.com/team"); v != "platform" {
+		t.Errorf("annotation = %q, want the rest of the intent applied", v)
+	}
+}
+
+func TestHandBackAndRelinquish(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newApplier(t)
+	applyAs(t, a.Client, "vendor", deployment("handback"))
+	// An autoscaler sets replicas with a merge patch (operation Update).
+	target := obj(t, deployment("handback"))
+	if err := a.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)), client.FieldOwner("hpa")); err != nil {
+		t.Fatal(err)
+	}
+	intent := obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: handback, namespace: default}
+spec:
+  replicas: 5
+  template:
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.28
+        env: [{name: HTTP_PROXY, value: "http://proxy:3128"}]
+`)
+	set, err := a.FieldSet(intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := ownershipcore.PreviousOwners(get(t, a.Client, intent), set, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}); err != nil {
+		t.Fatal(err)
+	}
+	own := owners(t, get(t, a.Client, intent))
+	if got := own[".spec.replicas"]; !reflect.DeepEqual(got, []string{"fp/Apply"}) {
+		t.Fatalf("replicas owners after force = %v", got)
+	}
+
+	moved, err := a.HandBack(ctx, intent, "fp", previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Empty() {
+		t.Fatal("nothing handed back")
+	}
+	// Interrupted here: a second hand-back moves nothing.
+	again, err := a.HandBack(ctx, intent, "fp", previous)
+	if err != nil || !again.Empty() {
+		t.Fatalf("second hand-back moved %v (err %v), want nothing", again, err)
+	}
+	if _, err := a.Relinquish(ctx, intent, "fp"); err != nil {
+		t.Fatal(err)
+	}
+
+	live := get(t, a.Client, intent)
+	own = owners(t, live)
+	for path, want := range map[string][]string{
+		".spec.replicas": {"hpa/Update"},
+		`.spec.template.spec.containers[name="app"].image`: {"vendor/Apply"},
+	} {
+		if got := own[path]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s owners = %v, want %v", path, got, want)
+		}
+	}
+	for p, ms := range own {
+		for _, m := range ms {
+			if m == "fp/Apply" || m == "fp/Update" {
+				t.Errorf("fp still owns %s", p)
+			}
+		}
+	}
+	if r, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); r != 5 {
+		t.Errorf("replicas = %d, want the value to stay 5", r)
+	}
+	c, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	ctr := c[0].(map[string]interface{})
+	if ctr["image"] != "nginx:1.28" {
+		t.Errorf("image = %v, want the value to stay", ctr["image"])
+	}
+	if env := ctr["env"].([]interface{}); len(env) != 1 {
+		t.Errorf("env = %v, want only the vendor's LOG_LEVEL (HTTP_PROXY was added by fp and must go)", env)
+	}
+}
+
+func TestOwnedDiffIgnoresOthersFields(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newApplier(t)
+	applyAs(t, a.Client, "vendor", deployment("diff"))
+	intent := obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: diff, namespace: default}
+spec:
+  template:
+    metadata: {annotations: {example.com/team: platform}}
+`)
+	if _, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp"}); err != nil {
+		t.Fatal(err)
+	}
+	// A third party adds a label; the vendor changes the image.
+	applyAs(t, a.Client, "kyverno", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"diff","namespace":"default","labels":{"policy":"x"}}}`)
+	d, err := a.OwnedDiff(get(t, a.Client, intent), intent, "fp")
+	if err != nil || !d.Empty() {
+		t.Fatalf("diff = %v (err %v), want empty", d, err)
+	}
+	// Someone changes our annotation.
+	if err := a.Client.Patch(ctx, obj(t, deployment("diff")), client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"template":{"metadata":{"annotations":{"example.com/team":"other"}}}}}`)), client.FieldOwner("intruder")); err != nil {
+		t.Fatal(err)
+	}
+	d, err = a.OwnedDiff(get(t, a.Client, intent), intent, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ownershipcore.FormatSet(d); !reflect.DeepEqual(got, []string{`.spec.template.metadata.annotations["example.com/team"]`}) {
+		t.Fatalf("diff = %v", got)
+	}
+}
