@@ -3,6 +3,7 @@ package ownershipcore
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -184,5 +185,6 @@ func ParsePathSet(paths []string) (*fieldpath.Set, error) {
 func FormatSet(s *fieldpath.Set) []string {
 	var out []string
 	s.Leaves().Iterate(func(p fieldpath.Path) { out = append(out, FormatPath(p)) })
+	sort.Strings(out)
 	return out
 }

@@ -15,10 +15,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -26,10 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/feature"
-	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/test/localcp"
 )
 
@@ -92,11 +86,8 @@ func run() error {
 }
 
 func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect bool) error {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 controllers.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
@@ -105,7 +96,7 @@ func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect boo
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := Setup(mgr); err != nil {
+	if err := controllers.Setup(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -115,25 +106,6 @@ func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect boo
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
-}
-
-// Setup registers every fieldops controller with mgr.
-func Setup(mgr ctrl.Manager) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	applier := &ownershipcore.Applier{
-		Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
-		Schema: ownershipcore.NewSchema(dc),
-	}
-	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("set up FieldPatch controller: %w", err)
-		}
-	}
-	return nil
 }
 
 func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {

@@ -248,4 +248,3 @@ func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (ctrl.Result, error) 
 	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", err.Error())
 	return ctrl.Result{}, err
 }
-

@@ -1,0 +1,45 @@
+// Package controllers wires every fieldops controller into a
+// controller-runtime manager.
+package controllers
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Scheme returns a scheme with the built-in kinds and fieldops.dev.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// Setup registers every fieldops controller with mgr. They share one
+// ownershipcore.Applier, reading live objects from mgr's cache.
+func Setup(mgr ctrl.Manager) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	applier := &ownershipcore.Applier{
+		Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
+		Schema: ownershipcore.NewSchema(dc),
+	}
+	for _, cluster := range []bool{false, true} {
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up FieldPatch controller: %w", err)
+		}
+	}
+	return nil
+}
