@@ -76,16 +76,18 @@ func (a *Applier) ChangedIntent(live, patched *unstructured.Unstructured, manage
 	if !cmp.Removed.Empty() {
 		return nil, fmt.Errorf("%w: %v", ErrRemoval, FormatSet(cmp.Removed))
 	}
-	fields := cmp.Added.Union(cmp.Modified)
+	pset, err := pt.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	// Compare names the top-most added field (a whole new map); the intent
+	// needs every field below it.
+	fields := underAny(pset, cmp.Added.Union(cmp.Modified))
 	owners, err := Owners(live)
 	if err != nil {
 		return nil, err
 	}
 	if ours := owners.Applied(manager); ours != nil {
-		pset, err := pt.ToFieldSet()
-		if err != nil {
-			return nil, err
-		}
 		fields = fields.Union(ours.Fields.Intersection(pset))
 	}
 	m, ok := pt.ExtractItems(fields, typed.WithAppendKeyFields()).AsValue().Unstructured().(map[string]interface{})
@@ -97,4 +99,19 @@ func (a *Applier) ChangedIntent(live, patched *unstructured.Unstructured, manage
 	out.SetName(live.GetName())
 	out.SetNamespace(live.GetNamespace())
 	return out, nil
+}
+
+// underAny returns the paths of set that are in prefixes or below one of
+// them.
+func underAny(set, prefixes *fieldpath.Set) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	set.Iterate(func(p fieldpath.Path) {
+		for i := len(p); i > 0; i-- {
+			if prefixes.Has(p[:i]) {
+				out.Insert(p)
+				return
+			}
+		}
+	})
+	return out
 }

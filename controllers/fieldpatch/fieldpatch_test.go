@@ -79,7 +79,7 @@ func TestAddEnvKeepsOtherManagersFields(t *testing.T) {
 const hpaDeployment = `
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web, namespace: %s}
+metadata: {name: web, namespace: %s, labels: {app: web}}
 spec:
   replicas: 1
   selector: {matchLabels: {app: web}}

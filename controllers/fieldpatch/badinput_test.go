@@ -1,0 +1,159 @@
+package fieldpatch_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// g. Each kind of bad input gets its own reason in status and an event.
+func TestBadInput(t *testing.T) {
+	ns := namespace(t, "fp-g")
+	applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
+	for _, tc := range []struct {
+		name, target, typ, patch, reason, note string
+	}{
+		{name: "unknown-kind", target: `{apiVersion: example.com/v1, kind: Widget, name: w}`, patch: `{spec: {}}`, reason: "UnknownKind", note: "not served"},
+		{name: "bad-json-patch", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: frobnicate, path: /spec/replicas}]`, reason: "InvalidPatch", note: "JSON patch"},
+		{name: "list-for-apply", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `[{op: add, path: /x, value: 1}]`, reason: "InvalidPatch", note: "must be an object"},
+		{name: "not-in-schema", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `{spec: {replicaz: 3}}`, reason: "InvalidPatch", note: "replicaz"},
+		{name: "cross-namespace", target: `{apiVersion: apps/v1, kind: Deployment, name: web, namespace: kube-system}`, patch: `{spec: {replicas: 2}}`, reason: "CrossNamespaceTarget", note: "own namespace"},
+		{name: "targets-fieldpatch", target: `{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, name: unknown-kind}`, patch: `{spec: {}}`, reason: "ForbiddenTarget", note: "fieldops"},
+		{name: "cluster-scoped", target: `{apiVersion: v1, kind: Namespace, name: default}`, patch: `{metadata: {labels: {a: b}}}`, reason: "InvalidTarget", note: "ClusterFieldPatch"},
+		{name: "bad-ignore-path", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `{spec: {replicas: 2}}`, reason: "InvalidIgnorePath", note: "ignorePaths"},
+		{name: "removal", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: remove, path: /spec/template/metadata/labels/app}]`, reason: "InvalidPatch", note: "removes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := ""
+			if tc.typ != "" {
+				extra += "\n  type: " + tc.typ
+			}
+			if tc.name == "bad-ignore-path" {
+				extra += "\n  ignorePaths: [spec.replicas]"
+			}
+			fp := fieldPatch(t, fmt.Sprintf(`
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: %s, namespace: %s}
+spec:
+  target: %s%s
+  patch: %s
+`, tc.name, ns, tc.target, extra, tc.patch))
+			waitReason(t, fp, tc.reason)
+			if c := readyCondition(fp); c.Status != "False" || !strings.Contains(c.Message, tc.note) {
+				t.Fatalf("Ready = %s %q, want False mentioning %q", c.Status, c.Message, tc.note)
+			}
+			hasEvent(t, ns, tc.name, tc.reason, tc.note)
+		})
+	}
+}
+
+// g. A missing target: Ready=False, applied when it appears.
+func TestMissingTargetAppliedWhenItAppears(t *testing.T) {
+	ns := namespace(t, "fp-g-missing")
+	fp := fieldPatch(t, fmt.Sprintf(proxyPatch, "early", ns))
+	waitReason(t, fp, "TargetNotFound")
+	hasEvent(t, ns, "early", "TargetNotFound", "aws-node")
+	applyAs(t, "eks", fmt.Sprintf(daemonSet, ns))
+	waitReason(t, fp, "Applied")
+}
+
+// g. Names long enough to exceed 128 characters in a manager name.
+func TestLongNames(t *testing.T) {
+	ns := namespace(t, "fp-long-"+strings.Repeat("n", 55))
+	name := strings.Repeat("p", 200)
+	applyAs(t, "eks", fmt.Sprintf(daemonSet, ns))
+	fp := fieldPatch(t, fmt.Sprintf(proxyPatch, name, ns))
+	waitReason(t, fp, "Applied")
+	if m := fp.Status.FieldManager; len(m) != ownershipcore.MaxManagerLength || m != ownershipcore.ManagerName("fieldops-fieldpatch", ns, name) {
+		t.Fatalf("manager %q (%d characters)", m, len(m))
+	}
+	deleteAndWait(t, fp)
+}
+
+// The other patch types: their changed fields are applied and handed back.
+func TestPatchTypes(t *testing.T) {
+	ns := namespace(t, "fp-types")
+	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
+	for _, tc := range []struct{ typ, patch, label string }{
+		{"Merge", `{metadata: {labels: {merge: "yes"}}}`, "merge"},
+		{"StrategicMerge", `{metadata: {labels: {smp: "yes"}}}`, "smp"},
+		{"JSON", `[{op: add, path: /metadata/labels/json, value: "yes"}]`, "json"},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			fp := fieldPatch(t, fmt.Sprintf(`
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: %s, namespace: %s}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  type: %s
+  patch: %s
+`, strings.ToLower(tc.typ), ns, tc.typ, tc.patch))
+			waitReason(t, fp, "Applied")
+			if got := fp.Status.ManagedFields; len(got) != 1 || got[0] != ".metadata.labels."+tc.label {
+				t.Fatalf("managedFields = %v", got)
+			}
+			// Stable: a second look changes nothing.
+			time.Sleep(500 * time.Millisecond)
+			get(t, fp)
+			if fp.Status.FieldCount != 1 {
+				t.Fatalf("fieldCount = %d after settling", fp.Status.FieldCount)
+			}
+			deleteAndWait(t, fp)
+			if _, ok := live(t, d).GetLabels()[tc.label]; ok {
+				t.Fatal("the label the patch added stayed after delete")
+			}
+		})
+	}
+}
+
+// e. A manager that retakes a field every second is reported, and our
+// writes stay bounded.
+func TestContestedFieldBacksOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 60 s")
+	}
+	ctx := context.Background()
+	ns := namespace(t, "fp-e")
+	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: pin, namespace: `+ns+`}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  patch: {spec: {replicas: 4}}
+`)
+	waitReason(t, fp, "Applied")
+	path := "/namespaces/" + ns + "/deployments/web"
+	start := requests.writes(path)
+	stop := time.Now().Add(60 * time.Second)
+	for i := 0; time.Now().Before(stop); i++ {
+		if err := k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, 10+i%2))), client.FieldOwner("hpa")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	writes := requests.writes(path) - start
+	if writes > 6 {
+		t.Fatalf("%d writes in 60 s against a contesting manager, want at most 6", writes)
+	}
+	if writes < 2 {
+		t.Fatalf("%d writes: drift was not repaired at all", writes)
+	}
+	get(t, fp)
+	if c := readyCondition(fp); c.Reason != "Contested" || !strings.Contains(c.Message, `"hpa"`) || fp.Status.ContestedBy != "hpa" {
+		t.Fatalf("Ready = %s %q, contestedBy %q; want Contested naming hpa", c.Reason, c.Message, fp.Status.ContestedBy)
+	}
+	hasEvent(t, ns, "pin", "Contested", "hpa")
+	_ = unstructured.Unstructured{}
+}
