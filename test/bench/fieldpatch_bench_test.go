@@ -1,0 +1,160 @@
+// Package bench holds the benchmarks that need a running fieldops on the
+// local control plane.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+// counter counts the manager's requests (all verbs; informer watches are
+// long-lived and counted once).
+type counter struct {
+	next         http.RoundTripper
+	n            atomic.Int64
+	targetWrites atomic.Int64 // non-GET requests to ConfigMaps, the targets
+}
+
+func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	if r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/configmaps/") {
+		c.targetWrites.Add(1)
+	}
+	return c.next.RoundTrip(r)
+}
+
+const patches = 200
+
+// BenchmarkConverge200FieldPatches converges 200 FieldPatches (one
+// ConfigMap each) and reports the manager's API requests per steady-state
+// reconcile (target 0) and, per change of a patched field by another
+// manager, the writes to the target (target 1: the repair) and all requests
+// (the repair, the status write of lastAppliedTime, and the event).
+func BenchmarkConverge200FieldPatches(b *testing.B) {
+	cp, err := localcp.Start(localcp.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	requests := &counter{}
+	mcfg := rest.CopyConfig(cp.Config)
+	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { requests.next = rt; return requests })
+	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := controllers.Setup(mgr); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	c, err := client.New(cp.Config, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	for i := 0; i < b.N; i++ {
+		ns := fmt.Sprintf("bench-%d", i)
+		nsObj := &unstructured.Unstructured{}
+		nsObj.SetAPIVersion("v1")
+		nsObj.SetKind("Namespace")
+		nsObj.SetName(ns)
+		if err := c.Create(ctx, nsObj); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for j := 0; j < patches; j++ {
+			cm := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]interface{}{"name": fmt.Sprintf("cm-%d", j), "namespace": ns},
+				"data":     map[string]interface{}{"owner": "helm"},
+			}}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(cm), client.FieldOwner("helm")); err != nil {
+				b.Fatal(err)
+			}
+			fp := &v1alpha1.FieldPatch{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fp-%d", j), Namespace: ns},
+				Spec: v1alpha1.FieldPatchSpec{
+					Target: v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprintf("cm-%d", j)},
+				},
+			}
+			fp.Spec.Patch.Raw = []byte(`{"data":{"patched":"yes"}}`)
+			if err := c.Create(ctx, fp); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitAllReady(b, ctx, c, ns)
+		b.ReportMetric(time.Since(start).Seconds(), "converge-s")
+
+		// Steady state: touch every FieldPatch (an annotation triggers a
+		// reconcile) and count the manager's requests.
+		time.Sleep(2 * time.Second)
+		before := requests.n.Load()
+		for j := 0; j < patches; j++ {
+			fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fp-%d", j), Namespace: ns}}
+			if err := c.Patch(ctx, fp, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"bench/touch":"1"}}}`))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		b.ReportMetric(float64(requests.n.Load()-before)/patches, "requests/steady-reconcile")
+
+		// One change per target by another manager: one repair each.
+		before = requests.n.Load()
+		beforeTarget := requests.targetWrites.Load()
+		for j := 0; j < patches; j++ {
+			cm := &unstructured.Unstructured{}
+			cm.SetAPIVersion("v1")
+			cm.SetKind("ConfigMap")
+			cm.SetNamespace(ns)
+			cm.SetName(fmt.Sprintf("cm-%d", j))
+			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"patched":"no"}}`)), client.FieldOwner("intruder")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		b.ReportMetric(float64(requests.n.Load()-before)/patches, "requests/change")
+		b.ReportMetric(float64(requests.targetWrites.Load()-beforeTarget)/patches, "target-writes/change")
+	}
+}
+
+func waitAllReady(b *testing.B, ctx context.Context, c client.Client, ns string) {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		var l v1alpha1.FieldPatchList
+		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for _, fp := range l.Items {
+			if meta.IsStatusConditionTrue(fp.Status.Conditions, "Ready") {
+				ready++
+			}
+		}
+		if ready == patches {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Fatal("FieldPatches did not converge in 5 minutes")
+}
