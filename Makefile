@@ -8,7 +8,8 @@ LOCALBIN ?= $(CURDIR)/bin
 export GOBIN := $(LOCALBIN)
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
-KUSTOMIZE_VERSION ?= v5.8.3
+# v5.8.x needs Go 1.27; v5.7.1 is the newest that builds with Go 1.26.
+KUSTOMIZE_VERSION ?= v5.7.1
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 
