@@ -147,3 +147,16 @@ func (m ManagedFields) Managers() []string {
 	sort.Strings(out)
 	return out
 }
+
+// ByPath returns, for every leaf field (FormatPath form), the entries that
+// own it as "manager/Operation", in the order of the entries: the view
+// kubectl-blame gives, per field.
+func (m ManagedFields) ByPath() map[string][]string {
+	out := map[string][]string{}
+	for _, e := range m {
+		for _, p := range FormatSet(e.Fields) {
+			out[p] = append(out[p], e.Manager+"/"+string(e.Operation))
+		}
+	}
+	return out
+}

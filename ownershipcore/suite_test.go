@@ -102,13 +102,7 @@ func owners(t testing.TB, u *unstructured.Unstructured) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]string{}
-	for _, e := range mf {
-		for _, p := range ownershipcore.FormatSet(e.Fields) {
-			out[p] = append(out[p], e.Manager+"/"+string(e.Operation))
-		}
-	}
-	return out
+	return mf.ByPath()
 }
 
 func get(t testing.TB, c client.Client, u *unstructured.Unstructured) *unstructured.Unstructured {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -155,5 +154,4 @@ spec:
 		t.Fatalf("Ready = %s %q, contestedBy %q; want Contested naming hpa", c.Reason, c.Message, fp.Status.ContestedBy)
 	}
 	hasEvent(t, ns, "pin", "Contested", "hpa")
-	_ = unstructured.Unstructured{}
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,13 +221,7 @@ func owners(t testing.TB, u *unstructured.Unstructured) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]string{}
-	for _, e := range mf {
-		for _, p := range ownershipcore.FormatSet(e.Fields) {
-			out[p] = append(out[p], e.Manager+"/"+string(e.Operation))
-		}
-	}
-	return out
+	return mf.ByPath()
 }
 
 func deleteAndWait(t testing.TB, o client.Object) {
@@ -241,5 +234,3 @@ func deleteAndWait(t testing.TB, o client.Object) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
-
-var _ runtime.Object = &v1alpha1.FieldPatch{}
