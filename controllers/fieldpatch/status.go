@@ -18,7 +18,6 @@ const (
 // README's troubleshooting table.
 const (
 	ReasonApplied              = "Applied"
-	ReasonProgressing          = "Progressing"
 	ReasonSuspended            = "Suspended"
 	ReasonTargetNotFound       = "TargetNotFound"
 	ReasonUnknownKind          = "UnknownKind"
