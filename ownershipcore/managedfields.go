@@ -1,6 +1,7 @@
 package ownershipcore
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 
@@ -74,7 +75,7 @@ func DecodeFields(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 	if f == nil || len(f.Raw) == 0 {
 		return set, nil
 	}
-	if err := set.FromJSON(bytesReader(f.Raw)); err != nil {
+	if err := set.FromJSON(bytes.NewReader(f.Raw)); err != nil {
 		return nil, fmt.Errorf("decode FieldsV1: %w", err)
 	}
 	return set, nil

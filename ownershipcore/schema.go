@@ -3,6 +3,7 @@ package ownershipcore
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,8 +112,8 @@ func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, err
 }
 
 func isNoType(err error) bool {
-	return err != nil && (containsString(err.Error(), "no corresponding type for") ||
-		containsString(err.Error(), "no type found matching"))
+	return err != nil && (strings.Contains(err.Error(), "no corresponding type for") ||
+		strings.Contains(err.Error(), "no type found matching"))
 }
 
 // FieldManager returns the apiserver's field manager

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // reconcileDelete gives the target back: HandBack (unless the policy is
@@ -46,7 +47,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 		if err != nil && !apierrors.IsNotFound(err) {
 			return r.deleteFailed(obj, err)
 		}
-		if err == nil && res.Object != nil && res.Action != "Unchanged" {
+		if err == nil && res.Object != nil && res.Action != ownershipcore.ActionUnchanged {
 			r.event(obj, corev1.EventTypeNormal, ReasonRelinquished, "relinquished the fields of field manager %q on %s %s", manager, ref.GetKind(), objectName(ref))
 		}
 	}
