@@ -5,6 +5,7 @@ package controllers
 import (
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -13,33 +14,46 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers/workload"
+	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
-// Scheme returns a scheme with the built-in kinds and fieldops.dev.
+// Scheme returns a scheme with the built-in kinds, CustomResourceDefinitions
+// and fieldops.dev.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
 }
 
 // Setup registers every fieldops controller with mgr. They share one
-// ownershipcore.Applier, reading live objects from mgr's cache.
+// ownershipcore.Applier, reading live objects from mgr's cache, and read
+// the process-wide feature.Gates.
 func Setup(mgr ctrl.Manager) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
+	schema := ownershipcore.NewSchema(dc)
+	if err := setupSchemaInvalidator(mgr, schema); err != nil {
+		return fmt.Errorf("set up schema invalidator: %w", err)
+	}
 	applier := &ownershipcore.Applier{
 		Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
-		Schema: ownershipcore.NewSchema(dc),
+		Schema: schema,
 	}
 	for _, cluster := range []bool{false, true} {
 		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
+	}
+	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates}
+	if err := w.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}
 	return nil
 }

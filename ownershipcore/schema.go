@@ -55,6 +55,26 @@ func (s *Schema) Invalidate(gv schema.GroupVersion) {
 	}
 }
 
+// InvalidateGroup forgets every cached schema of group: call it when a
+// CustomResourceDefinition of the group is created, changed or deleted.
+// The apiserver republishes OpenAPI a moment after a CRD changes, so a
+// read right after may still see the old schema; a kind missing from it is
+// re-read on use.
+func (s *Schema) InvalidateGroup(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for gv := range s.tcs {
+		if gv.Group == group {
+			delete(s.tcs, gv)
+		}
+	}
+	for gvk := range s.fms {
+		if gvk.Group == group {
+			delete(s.fms, gvk)
+		}
+	}
+}
+
 // TypeConverter returns the converter for gv, reading its OpenAPI v3
 // document on first use.
 func (s *Schema) TypeConverter(gv schema.GroupVersion) (managedfields.TypeConverter, error) {

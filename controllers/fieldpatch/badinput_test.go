@@ -134,7 +134,7 @@ spec:
 `)
 	waitReason(t, fp, "Applied")
 	path := "/namespaces/" + ns + "/deployments/web"
-	start := requests.writes(path)
+	start := requests.Writes(path)
 	stop := time.Now().Add(60 * time.Second)
 	for i := 0; time.Now().Before(stop); i++ {
 		if err := k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, 10+i%2))), client.FieldOwner("hpa")); err != nil {
@@ -142,7 +142,7 @@ spec:
 		}
 		time.Sleep(time.Second)
 	}
-	writes := requests.writes(path) - start
+	writes := requests.Writes(path) - start
 	if writes > 6 {
 		t.Fatalf("%d writes in 60 s against a contesting manager, want at most 6", writes)
 	}

@@ -12,9 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -52,7 +51,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	Cluster  bool
 
-	watches  *watches
+	watches  *watch.Watches
 	contests *contests
 }
 
@@ -78,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if err != nil {
 			return nil
 		}
-		return []string{targetKey(gv.WithKind(p.PatchSpec().Target.Kind).GroupKind(), p.TargetNamespace(), p.PatchSpec().Target.Name)}
+		return []string{watch.Key(gv.WithKind(p.PatchSpec().Target.Kind).GroupKind(), p.TargetNamespace(), p.PatchSpec().Target.Name)}
 	}); err != nil {
 		return err
 	}
@@ -89,24 +88,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.watches = &watches{
-		started: map[schema.GroupVersionKind]bool{}, ctrl: c, cache: mgr.GetCache(),
-		list: func(ctx context.Context, key string) ([]types.NamespacedName, error) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			if err := mgr.GetCache().List(ctx, l, client.MatchingFields{targetIndex: key}); err != nil {
-				return nil, err
-			}
-			var out []types.NamespacedName
-			_ = meta.EachListItem(l, func(o runtime.Object) error {
-				co := o.(client.Object)
-				out = append(out, types.NamespacedName{Namespace: co.GetNamespace(), Name: co.GetName()})
-				return nil
-			})
-			return out, nil
-		},
-	}
+	r.watches = &watch.Watches{Controller: c, Cache: mgr.GetCache(), List: list, Index: targetIndex}
 	return nil
 }
+
+// targetIndex is the field index of FieldPatches by target (watch.Key).
+const targetIndex = "fieldops.dev/target"
 
 // Reconcile: get → delete or finalizer → reconcile → status written once,
 // in the defer.

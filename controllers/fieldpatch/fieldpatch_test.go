@@ -170,12 +170,12 @@ func TestDriftRepairedOnlyOnPatchedFields(t *testing.T) {
 	waitReason(t, fp, "Applied")
 	path := "/namespaces/" + ns + "/daemonsets/aws-node"
 	time.Sleep(time.Second)
-	n := requests.writes(path)
+	n := requests.Writes(path)
 
 	// A field we did not patch: no write.
 	applyAs(t, "eks", strings.Replace(fmt.Sprintf(daemonSet, ns), "v1.23.1", "v1.23.2", 1))
 	time.Sleep(2 * time.Second)
-	if got := requests.writes(path); got != n {
+	if got := requests.Writes(path); got != n {
 		t.Fatalf("%d writes after an unrelated change, want 0", got-n)
 	}
 	// A patched field: repaired.

@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	if err := r.watches.ensure(ref.GroupVersionKind()); err != nil {
+	if err := r.watches.Ensure(ref.GroupVersionKind()); err != nil {
 		return r.fail(obj, err)
 	}
 	live, err := r.Applier.Get(ctx, ref)

@@ -1,17 +1,17 @@
 package fieldpatch
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
 )
 
 // Condition types (kstatus).
 const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
+	ConditionReady       = conditions.Ready
+	ConditionReconciling = conditions.Reconciling
+	ConditionStalled     = conditions.Stalled
 )
 
 // Reasons carried by the conditions and events. Each is documented in the
@@ -35,31 +35,18 @@ const (
 	ReasonDeleteFailed         = "DeleteFailed"
 )
 
-// setReady marks the patch applied and settled.
 func setReady(st *v1alpha1.FieldPatchStatus, gen int64, message string) {
-	set(st, gen, ConditionReady, metav1.ConditionTrue, ReasonApplied, message)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	conditions.SetReady(&st.Conditions, gen, ReasonApplied, message)
 }
 
-// setStalled marks an error a retry will not fix until the spec or the
-// world changes: Ready=False and Stalled=True with the same reason.
 func setStalled(st *v1alpha1.FieldPatchStatus, gen int64, reason, message string) {
-	set(st, gen, ConditionReady, metav1.ConditionFalse, reason, message)
-	set(st, gen, ConditionStalled, metav1.ConditionTrue, reason, message)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionReconciling)
+	conditions.SetStalled(&st.Conditions, gen, reason, message)
 }
 
-// setWaiting marks progress that waits on something (a missing target, a
-// backoff, a transient error): Ready=False and Reconciling=True.
 func setWaiting(st *v1alpha1.FieldPatchStatus, gen int64, reason, message string) {
-	set(st, gen, ConditionReady, metav1.ConditionFalse, reason, message)
-	set(st, gen, ConditionReconciling, metav1.ConditionTrue, reason, message)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	conditions.SetWaiting(&st.Conditions, gen, reason, message)
 }
 
 func set(st *v1alpha1.FieldPatchStatus, gen int64, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen,
-	})
+	conditions.Set(&st.Conditions, gen, typ, status, reason, message)
 }

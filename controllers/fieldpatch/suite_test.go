@@ -3,15 +3,9 @@ package fieldpatch_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,42 +19,15 @@ import (
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/test/testkit"
 )
 
 var (
 	k8s        client.Client // the test's own client (other field managers)
 	restConfig *rest.Config
-	requests   = &writeCounter{byPath: map[string]int{}}
+	requests   = &testkit.WriteCounter{}
+	kit        testkit.Kit
 )
-
-// writeCounter counts the manager's write requests per URL path.
-type writeCounter struct {
-	next   http.RoundTripper
-	mu     sync.Mutex
-	byPath map[string]int
-}
-
-func (c *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet {
-		c.mu.Lock()
-		c.byPath[r.URL.Path]++
-		c.mu.Unlock()
-	}
-	return c.next.RoundTrip(r)
-}
-
-// writes returns the manager's writes to paths ending in suffix.
-func (c *writeCounter) writes(suffix string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for p, v := range c.byPath {
-		if strings.HasSuffix(p, suffix) {
-			n += v
-		}
-	}
-	return n
-}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -78,8 +45,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	kit = testkit.Kit{Client: k8s}
 	mcfg := rest.CopyConfig(cp.Config)
-	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { requests.next = rt; return requests })
+	requests.Wrap(mcfg)
 	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -99,35 +67,14 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func obj(t testing.TB, y string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
+func obj(t testing.TB, y string) *unstructured.Unstructured { t.Helper(); return testkit.Obj(t, y) }
 
 func applyAs(t testing.TB, manager, y string) *unstructured.Unstructured {
 	t.Helper()
-	u := obj(t, y)
-	if err := k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
-		t.Fatalf("apply as %s: %v", manager, err)
-	}
-	return u
+	return kit.ApplyAs(t, manager, y)
 }
 
-func namespace(t testing.TB, name string) string {
-	t.Helper()
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(name)
-	if err := k8s.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return name
-}
+func namespace(t testing.TB, name string) string { t.Helper(); return kit.Namespace(t, name) }
 
 func fieldPatch(t testing.TB, y string) *v1alpha1.FieldPatch {
 	t.Helper()
@@ -141,35 +88,17 @@ func fieldPatch(t testing.TB, y string) *v1alpha1.FieldPatch {
 	return fp
 }
 
-func get(t testing.TB, o client.Object) {
-	t.Helper()
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
-		t.Fatal(err)
-	}
-}
+func get(t testing.TB, o client.Object) { t.Helper(); kit.Get(t, o) }
 
 func live(t testing.TB, u *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
-	l := &unstructured.Unstructured{}
-	l.SetGroupVersionKind(u.GroupVersionKind())
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(u), l); err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return kit.Live(t, u)
 }
 
 // eventually polls cond every 100 ms for up to 20 s.
 func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	var last string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
+	testkit.Eventually(t, what, cond)
 }
 
 // waitReady waits until the patch's Ready condition has the reason.
@@ -198,20 +127,7 @@ func readyCondition(p v1alpha1.Patcher) metav1.Condition {
 // contains substr.
 func hasEvent(t testing.TB, ns, name, reason, substr string) {
 	t.Helper()
-	eventually(t, "event "+reason, func() (bool, string) {
-		var l eventsv1.EventList
-		if err := k8s.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, e := range l.Items {
-			if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, substr) {
-				return true, ""
-			}
-			seen = append(seen, e.Reason+": "+e.Note)
-		}
-		return false, strings.Join(seen, " | ")
-	})
+	kit.HasEvent(t, ns, name, reason, substr)
 }
 
 // owners returns path → managers ("name/Operation") of an object.
@@ -224,13 +140,4 @@ func owners(t testing.TB, u *unstructured.Unstructured) map[string][]string {
 	return mf.ByPath()
 }
 
-func deleteAndWait(t testing.TB, o client.Object) {
-	t.Helper()
-	if err := k8s.Delete(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "deletion of "+o.GetName(), func() (bool, string) {
-		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
-}
+func deleteAndWait(t testing.TB, o client.Object) { t.Helper(); kit.DeleteAndWait(t, o) }

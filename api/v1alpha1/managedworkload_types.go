@@ -1,0 +1,165 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// WorkloadConflictPolicy says what a ManagedWorkload does with a field of
+// its intent that another field manager owns with a different value.
+// +kubebuilder:validation:Enum=Force;Fail
+type WorkloadConflictPolicy string
+
+const (
+	// WorkloadConflictPolicyForce applies with force, as the SSA docs
+	// recommend for controllers: the workload's intent wins.
+	WorkloadConflictPolicyForce WorkloadConflictPolicy = "Force"
+	// WorkloadConflictPolicyFail writes nothing to that object and reports
+	// the conflicts in its inventory entry.
+	WorkloadConflictPolicyFail WorkloadConflictPolicy = "Fail"
+)
+
+// ManagedWorkloadSpec is the intent of a ManagedWorkload.
+type ManagedWorkloadSpec struct {
+	// Resources are the workload's objects, full or partial: each is an
+	// apply configuration (apiVersion, kind, metadata.name, and the fields
+	// this workload manages) applied with Server-Side Apply under the
+	// workload's own field manager. A namespaced object without
+	// metadata.namespace goes to the workload's namespace. Namespaces and
+	// other cluster-scoped objects are applied first.
+	// +kubebuilder:validation:MaxItems=500
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:items:XEmbeddedResource
+	// +optional
+	Resources []runtime.RawExtension `json:"resources,omitempty"`
+
+	// Prune deletes an object that leaves Resources (or every object, when
+	// the workload is deleted) if no other field manager owns any of its
+	// fields outside metadata and status. Otherwise, and always when false,
+	// the object is relinquished: only this workload's fields leave it.
+	// +kubebuilder:default=true
+	// +optional
+	Prune *bool `json:"prune,omitempty"`
+
+	// IgnorePaths are field paths, in the ownership core's path form
+	// (".spec.replicas", ".metadata.annotations[\"example.com/x\"]",
+	// ".spec.containers[name=\"app\"].image"), left out of every object's
+	// intent: the workload neither sets nor repairs them.
+	// +optional
+	IgnorePaths []string `json:"ignorePaths,omitempty"`
+
+	// ConflictPolicy decides SSA conflicts: Force (default, as the SSA docs
+	// recommend for controllers) or Fail.
+	// +kubebuilder:default=Force
+	// +optional
+	ConflictPolicy WorkloadConflictPolicy `json:"conflictPolicy,omitempty"`
+
+	// LegacyFieldManagers are field managers an earlier, pre-SSA version of
+	// the operator wrote these objects with (Update operations). When
+	// Server-Side Apply takes over, their fields move into the workload's
+	// Apply entry (client-go csaupgrade) so that the first apply drops
+	// nothing. The workload's own manager is always migrated.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	LegacyFieldManagers []string `json:"legacyFieldManagers,omitempty"`
+
+	// Suspend stops applying; deletion still prunes.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// InventoryEntry is one object of a ManagedWorkload as last reconciled.
+type InventoryEntry struct {
+	// Index is the object's position in spec.resources; -1 for an object
+	// that left the spec and is waiting to be pruned.
+	Index int `json:"index"`
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// UID of the live object, once applied.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// Action is what the last reconcile did: Created, Configured,
+	// Unchanged, Conflicted, Migrated (legacy ownership moved to the
+	// workload's Apply entry; applied next), or Failed.
+	// +optional
+	Action string `json:"action,omitempty"`
+	// OwnedFields is the number of leaf fields the workload's field manager
+	// owns on the object.
+	// +optional
+	OwnedFields int `json:"ownedFields,omitempty"`
+	// Reason is set when the object could not be applied (see the
+	// troubleshooting table in the README).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message explains Reason.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ManagedWorkloadStatus is the observed state of a ManagedWorkload.
+type ManagedWorkloadStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are kstatus conditions: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// FieldManager is the workload's field manager.
+	// +optional
+	FieldManager string `json:"fieldManager,omitempty"`
+	// Mode is the path the last reconcile took: ServerSideApply, or Legacy
+	// (read, JSON diff, JSON patch) when the ServerSideApply gate is off.
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// Inventory lists every object of the workload.
+	// +optional
+	Inventory []InventoryEntry `json:"inventory,omitempty"`
+	// Applied counts the inventory's objects that are applied.
+	// +optional
+	Applied int `json:"applied,omitempty"`
+	// Failed counts the inventory's objects that could not be applied.
+	// +optional
+	Failed int `json:"failed,omitempty"`
+}
+
+// ManagedWorkload is a set of objects the operator owns, applied with
+// Server-Side Apply under one field manager per workload: third parties'
+// fields are left alone, and objects shared with other workloads lose only
+// this workload's fields when it goes.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=fieldops,shortName=mw
+// +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.applied`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ManagedWorkload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ManagedWorkloadSpec   `json:"spec,omitempty"`
+	Status ManagedWorkloadStatus `json:"status,omitempty"`
+}
+
+// ManagedWorkloadList is a list of ManagedWorkloads.
+// +kubebuilder:object:root=true
+type ManagedWorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ManagedWorkload `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ManagedWorkload{}, &ManagedWorkloadList{})
+}

@@ -1,0 +1,48 @@
+// Package conditions sets the kstatus conditions (Ready, Reconciling,
+// Stalled) every fieldops kind reports, so that kstatus-aware tools (Flux,
+// Argo CD, kubectl wait --for=condition=Ready) read them alike. See
+// sigs.k8s.io/cli-utils/pkg/kstatus, "Conditions".
+package conditions
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types.
+const (
+	Ready       = "Ready"
+	Reconciling = "Reconciling"
+	Stalled     = "Stalled"
+)
+
+// SetReady marks the object reconciled and settled: Ready=True with
+// reason, and no Reconciling or Stalled.
+func SetReady(conds *[]metav1.Condition, gen int64, reason, message string) {
+	Set(conds, gen, Ready, metav1.ConditionTrue, reason, message)
+	meta.RemoveStatusCondition(conds, Reconciling)
+	meta.RemoveStatusCondition(conds, Stalled)
+}
+
+// SetStalled marks an error a retry will not fix until the spec or the
+// world changes: Ready=False and Stalled=True with the same reason.
+func SetStalled(conds *[]metav1.Condition, gen int64, reason, message string) {
+	Set(conds, gen, Ready, metav1.ConditionFalse, reason, message)
+	Set(conds, gen, Stalled, metav1.ConditionTrue, reason, message)
+	meta.RemoveStatusCondition(conds, Reconciling)
+}
+
+// SetWaiting marks progress that waits on something (a missing object, a
+// backoff, a transient error): Ready=False and Reconciling=True.
+func SetWaiting(conds *[]metav1.Condition, gen int64, reason, message string) {
+	Set(conds, gen, Ready, metav1.ConditionFalse, reason, message)
+	Set(conds, gen, Reconciling, metav1.ConditionTrue, reason, message)
+	meta.RemoveStatusCondition(conds, Stalled)
+}
+
+// Set sets one condition, stamped with the observed generation gen.
+func Set(conds *[]metav1.Condition, gen int64, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen,
+	})
+}

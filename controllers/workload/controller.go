@@ -1,0 +1,116 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Finalizer holds a ManagedWorkload until its objects are pruned or
+// relinquished.
+const Finalizer = "fieldops.dev/prune"
+
+// ManagerPrefix: a workload applies with
+// ownershipcore.ManagerName("fieldops-workload", namespace, name).
+const ManagerPrefix = "fieldops-workload"
+
+// objectIndex is the field index of ManagedWorkloads by the watch.Key of
+// each object in spec.resources.
+const objectIndex = "fieldops.dev/object"
+
+// Reconciler reconciles ManagedWorkloads.
+type Reconciler struct {
+	Client   client.Client
+	Applier  *ownershipcore.Applier
+	Recorder events.EventRecorder
+	// Gates are read on every reconcile: ServerSideApply picks the path.
+	Gates featuregate.FeatureGate
+
+	watches *watch.Watches
+}
+
+// SetupWithManager registers the controller, its object index and the
+// on-demand watches of the applied kinds.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ManagedWorkload{}, objectIndex, func(o client.Object) []string {
+		return indexKeys(o.(*v1alpha1.ManagedWorkload))
+	}); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Named("managedworkload").
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = &watch.Watches{Controller: c, Cache: mgr.GetCache(), List: &v1alpha1.ManagedWorkloadList{}, Index: objectIndex}
+	return nil
+}
+
+// ManagerName is the field manager of the workload namespace/name.
+func ManagerName(namespace, name string) string {
+	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+}
+
+// Reconcile: get → delete or finalizer → apply every object → prune the
+// ones that left → status written once, in the defer.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	mw := &v1alpha1.ManagedWorkload{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mw); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := mw.DeepCopy()
+	defer func() {
+		if !mw.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(mw, Finalizer) {
+			return // gone
+		}
+		if equality.Semantic.DeepEqual(before.Status, mw.Status) {
+			return
+		}
+		if err := r.Client.Status().Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
+		}
+	}()
+
+	if !mw.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, mw)
+	}
+	if controllerutil.AddFinalizer(mw, Finalizer) {
+		if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		before = mw.DeepCopy()
+	}
+	return r.reconcileNormal(ctx, mw)
+}
+
+// event records an event regarding mw; related, when not nil, is the
+// object of spec.resources it is about (events.k8s.io keeps events of
+// different related objects apart instead of folding them into a series).
+func (r *Reconciler) event(mw *v1alpha1.ManagedWorkload, related *unstructured.Unstructured, typ, reason, format string, args ...interface{}) {
+	if r.Recorder == nil {
+		return
+	}
+	var rel runtime.Object
+	if related != nil && related.GetKind() != "" && related.GetName() != "" {
+		rel = related
+	}
+	r.Recorder.Eventf(mw, rel, typ, reason, "Reconcile", format, args...)
+}

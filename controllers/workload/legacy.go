@@ -1,0 +1,139 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// The legacy path, taken when the ServerSideApply gate is off: what
+// operators did before Server-Side Apply (Strimzi's ResourceDiff, and many
+// more). Read the live object, compute a JSON patch (RFC 6902) from it to
+// the desired object, leave out a built-in list of ignorable paths, and
+// send the patch under the workload's field manager (an Update entry).
+//
+// Known limits, the reasons the ServerSideApply gate exists:
+//   - The workload claims the whole of metadata.labels and
+//     metadata.annotations: a label or annotation another actor adds is
+//     removed. A mutating webhook that adds them back on every write
+//     (Kyverno's policies.kyverno.io/last-applied-patches, Strimzi issue
+//     #6938) makes the path loop; it rechecks every legacyRecheck.
+//   - A field the apiserver defaults is not in the desired object, so
+//     removals outside metadata are ignored: a field the workload stops
+//     setting stays, with its last value.
+//   - There is no shared-object semantics: a relinquished object keeps the
+//     values this workload set.
+
+// legacyServerFields are metadata fields the apiserver or other
+// controllers own; the diff never touches them.
+var legacyServerFields = []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "generateName"}
+
+// legacyComparable strips what the legacy diff ignores: server fields,
+// status, and ignore (removed with the schema, so list items are matched
+// by their keys).
+func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fieldpath.Set) (*unstructured.Unstructured, error) {
+	out := u.DeepCopy()
+	for _, f := range legacyServerFields {
+		unstructured.RemoveNestedField(out.Object, "metadata", f)
+	}
+	delete(out.Object, "status")
+	if ignore != nil && !ignore.Empty() {
+		return r.Applier.RemoveFields(out, ignore)
+	}
+	return out, nil
+}
+
+// legacyOps returns the JSON patch from live to desired, restricted as the
+// legacy path does: every operation under metadata.labels and
+// metadata.annotations; elsewhere in metadata none; outside metadata no
+// removals (the apiserver's defaults).
+func (r *Reconciler) legacyOps(live, desired *unstructured.Unstructured, ignore *fieldpath.Set) ([]jsonpatch.Operation, error) {
+	l, err := r.legacyComparable(live, ignore)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.legacyComparable(desired, ignore)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := json.Marshal(l.Object)
+	if err != nil {
+		return nil, err
+	}
+	db, err := json.Marshal(d.Object)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := jsonpatch.CreatePatch(lb, db)
+	if err != nil {
+		return nil, fmt.Errorf("json diff of %s %s: %w", live.GetKind(), live.GetName(), err)
+	}
+	return filterLegacyOps(ops), nil
+}
+
+// filterLegacyOps keeps the operations the legacy path sends.
+func filterLegacyOps(ops []jsonpatch.Operation) []jsonpatch.Operation {
+	var out []jsonpatch.Operation
+	for _, op := range ops {
+		switch {
+		case op.Path == "/metadata/labels" || strings.HasPrefix(op.Path, "/metadata/labels/"),
+			op.Path == "/metadata/annotations" || strings.HasPrefix(op.Path, "/metadata/annotations/"):
+			out = append(out, op)
+		case op.Path == "/metadata" || strings.HasPrefix(op.Path, "/metadata/"):
+		case op.Operation == "remove":
+		default:
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// applyLegacy creates the object, or patches it when the diff is not
+// empty. It returns the action, the object after the write, and the paths
+// that still differ after the patch (a loop in the making).
+func (r *Reconciler) applyLegacy(ctx context.Context, desired *unstructured.Unstructured, manager string, ignore *fieldpath.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
+	live, err := r.Applier.Get(ctx, desired)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if live == nil {
+		obj, err := r.legacyComparable(desired, ignore)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if err := r.Client.Create(ctx, obj, client.FieldOwner(manager)); err != nil {
+			return "", nil, nil, fmt.Errorf("create %s %s: %w", obj.GetKind(), refName(obj.GetNamespace(), obj.GetName()), err)
+		}
+		return ownershipcore.ActionCreated, obj, nil, nil
+	}
+	ops, err := r.legacyOps(live, desired, ignore)
+	if err != nil || len(ops) == 0 {
+		return ownershipcore.ActionUnchanged, live, nil, err
+	}
+	patch := []jsonpatch.Operation{{Operation: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()}}
+	body, err := json.Marshal(append(patch, ops...))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(manager)); err != nil {
+		return "", nil, nil, fmt.Errorf("patch %s %s: %w", live.GetKind(), refName(live.GetNamespace(), live.GetName()), err)
+	}
+	rest, err := r.legacyOps(live, desired, ignore)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var paths []string
+	for _, op := range rest {
+		paths = append(paths, op.Operation+" "+op.Path)
+	}
+	return ownershipcore.ActionConfigured, live, paths, nil
+}

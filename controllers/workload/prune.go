@@ -1,0 +1,163 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Outcomes of removing an object from a workload.
+const (
+	removeDeleted      = "Deleted"
+	removeRelinquished = "Relinquished"
+	removeGone         = "Gone"
+)
+
+// prunes reports whether the workload deletes objects it alone owns.
+func prunes(mw *v1alpha1.ManagedWorkload) bool {
+	return mw.Spec.Prune == nil || *mw.Spec.Prune
+}
+
+// ourManagers are the workload's manager and its legacy ones.
+func ourManagers(mw *v1alpha1.ManagedWorkload, manager string) sets.Set[string] {
+	return sets.New(append([]string{manager}, mw.Spec.LegacyFieldManagers...)...)
+}
+
+// otherOwners returns the field managers, other than ours, that own a field
+// of live's main resource outside metadata and status: co-owners of the
+// object's content. Metadata-only managers (a webhook's annotations, a
+// controller's revision annotation) and status writers do not keep an
+// object alive.
+func otherOwners(live *unstructured.Unstructured, ours sets.Set[string]) ([]string, error) {
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return nil, err
+	}
+	others := sets.New[string]()
+	for _, e := range owners {
+		if ours.Has(e.Manager) || e.Subresource != "" {
+			continue
+		}
+		for _, p := range ownershipcore.FormatSet(e.Fields) {
+			if !strings.HasPrefix(p, ".metadata") && !strings.HasPrefix(p, ".status") &&
+				p != ".apiVersion" && p != ".kind" {
+				others.Insert(e.Manager)
+				break
+			}
+		}
+	}
+	return sets.List(others), nil
+}
+
+// removeObject takes the workload off one object: deleted when prune is
+// on, the object is the one the workload applied (same UID) and no other
+// manager co-owns its content; otherwise relinquished (only this workload's
+// fields leave it). An object already gone is fine.
+func (r *Reconciler) removeObject(ctx context.Context, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) (string, error) {
+	ref := &unstructured.Unstructured{}
+	ref.SetAPIVersion(e.APIVersion)
+	ref.SetKind(e.Kind)
+	ref.SetNamespace(e.Namespace)
+	ref.SetName(e.Name)
+	live := ref.DeepCopy()
+	if err := r.Applier.APIReader.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return removeGone, nil
+		}
+		return "", err
+	}
+	others, err := otherOwners(live, ourManagers(mw, manager))
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
+	if prunes(mw) && len(others) == 0 && live.GetUID() == e.UID {
+		err := r.Client.Delete(ctx, live, client.Preconditions{UID: &e.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("delete %s: %w", name, err)
+		}
+		r.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
+		return removeDeleted, nil
+	}
+	if _, err := r.Applier.Relinquish(ctx, ref, manager); err != nil {
+		return "", err
+	}
+	why := "prune is off"
+	switch {
+	case len(others) > 0:
+		why = fmt.Sprintf("co-owned by %s", strings.Join(others, ", "))
+	case live.GetUID() != e.UID:
+		why = "it was replaced by an object this workload did not create"
+	}
+	r.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): only this workload's fields were removed", name, why)
+	return removeRelinquished, nil
+}
+
+// removeOrder sorts entries for removal: namespaced objects first,
+// namespaces last (the reverse of the apply order).
+func removeOrder(entries []v1alpha1.InventoryEntry) []v1alpha1.InventoryEntry {
+	out := append([]v1alpha1.InventoryEntry(nil), entries...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return rank(out[i].APIVersion, out[i].Kind, out[i].Namespace != "") > rank(out[j].APIVersion, out[j].Kind, out[j].Namespace != "")
+	})
+	return out
+}
+
+func entryKey(e v1alpha1.InventoryEntry) string {
+	gv, err := schema.ParseGroupVersion(e.APIVersion)
+	if err != nil || e.Name == "" {
+		return ""
+	}
+	return watch.Key(gv.WithKind(e.Kind).GroupKind(), e.Namespace, e.Name)
+}
+
+// reconcileDelete removes every object of the inventory (removeObject),
+// then the finalizer. Each step is idempotent, so an interrupted deletion
+// finishes on retry.
+func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWorkload) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(mw, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	manager := mw.Status.FieldManager
+	if manager == "" {
+		manager = ManagerName(mw.Namespace, mw.Name)
+	}
+	var errs []error
+	for _, e := range removeOrder(mw.Status.Inventory) {
+		if e.UID == "" {
+			continue // never applied
+		}
+		if _, err := r.removeObject(ctx, mw, e, manager); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		conditions.SetWaiting(&mw.Status.Conditions, mw.Generation, ReasonDeleteFailed, err.Error())
+		r.event(mw, nil, corev1.EventTypeWarning, ReasonDeleteFailed, "%v", err)
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	before := mw.DeepCopy()
+	controllerutil.RemoveFinalizer(mw, Finalizer)
+	if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}

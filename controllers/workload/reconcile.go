@@ -1,0 +1,337 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/metrics"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+const (
+	// transientRetry is how long to wait after an error a retry may fix
+	// (a kind not served yet, a missing namespace, a failed request).
+	transientRetry = 30 * time.Second
+	// legacyRecheck is how soon the legacy path looks again at an object
+	// its patch did not converge, as a periodic resync would.
+	legacyRecheck = 5 * time.Second
+	// migratedRecheck waits for the cache to see migrated managed fields.
+	migratedRecheck = time.Second
+)
+
+// strategies maps conflictPolicy to the built-in conflict strategies.
+var strategies = map[v1alpha1.WorkloadConflictPolicy]ownershipcore.ConflictStrategy{
+	"":                                   ownershipcore.Static(ownershipcore.DecisionForce),
+	v1alpha1.WorkloadConflictPolicyForce: ownershipcore.Static(ownershipcore.DecisionForce),
+	v1alpha1.WorkloadConflictPolicyFail:  ownershipcore.Static(ownershipcore.DecisionFail),
+}
+
+// pass is the state of one reconcile of one workload.
+type pass struct {
+	mw      *v1alpha1.ManagedWorkload
+	manager string
+	ignore  *fieldpath.Set
+	ssa     bool
+	// prev are the last inventory's entries by object key and by index.
+	prev        map[string]v1alpha1.InventoryEntry
+	prevByIndex map[int]v1alpha1.InventoryEntry
+
+	requeue             time.Duration
+	notConverged        []string
+	created, configured int
+}
+
+func (p *pass) after(d time.Duration) {
+	if p.requeue == 0 || d < p.requeue {
+		p.requeue = d
+	}
+}
+
+// reconcileNormal applies every object in order, prunes the ones that left
+// the spec and reports.
+func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWorkload) (ctrl.Result, error) {
+	st, gen := &mw.Status, mw.Generation
+	p := &pass{mw: mw, manager: ManagerName(mw.Namespace, mw.Name), ssa: r.Gates.Enabled(feature.ServerSideApply)}
+	st.FieldManager = p.manager
+	st.Mode = ModeLegacy
+	if p.ssa {
+		st.Mode = ModeServerSideApply
+	}
+	if mw.Spec.Suspend {
+		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonSuspended, "reconciliation is suspended")
+		st.ObservedGeneration = gen
+		return ctrl.Result{}, nil
+	}
+	ignore, err := ownershipcore.ParsePathSet(mw.Spec.IgnorePaths)
+	if err != nil {
+		conditions.SetStalled(&st.Conditions, gen, ReasonInvalidIgnorePath, err.Error())
+		r.event(mw, nil, corev1.EventTypeWarning, ReasonInvalidIgnorePath, "%v", err)
+		st.ObservedGeneration = gen
+		return ctrl.Result{}, nil
+	}
+	p.ignore = ignore
+	p.prev, p.prevByIndex = map[string]v1alpha1.InventoryEntry{}, map[int]v1alpha1.InventoryEntry{}
+	for _, e := range st.Inventory {
+		if k := entryKey(e); k != "" {
+			p.prev[k] = e
+		}
+		if e.Index >= 0 {
+			p.prevByIndex[e.Index] = e
+		}
+	}
+
+	var inventory []v1alpha1.InventoryEntry
+	for _, o := range applyOrder(parseObjects(mw, r.Client.RESTMapper())) {
+		inventory = append(inventory, r.reconcileObject(ctx, p, o))
+	}
+	inventory = append(inventory, r.prune(ctx, p)...)
+	sort.SliceStable(inventory, func(i, j int) bool {
+		a, b := inventory[i].Index, inventory[j].Index
+		return a >= 0 && (b < 0 || a < b)
+	})
+	st.Inventory = inventory
+	r.report(p)
+	st.ObservedGeneration = gen
+	return ctrl.Result{RequeueAfter: p.requeue}, nil
+}
+
+// reconcileObject applies one object and returns its inventory entry.
+func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1alpha1.InventoryEntry {
+	e := v1alpha1.InventoryEntry{Index: o.index}
+	prev, hadPrev := p.prevByIndex[o.index]
+	if o.intent != nil {
+		e.APIVersion, e.Kind, e.Namespace, e.Name = o.intent.GetAPIVersion(), o.intent.GetKind(), o.intent.GetNamespace(), o.intent.GetName()
+		if pk, ok := p.prev[o.key]; ok && o.key != "" {
+			prev, hadPrev = pk, true
+		}
+		if hadPrev && entryKey(prev) == o.key {
+			e.UID = prev.UID // kept when this apply fails
+		}
+	}
+	oe := o.err
+	if oe == nil {
+		if err := r.watches.Ensure(o.intent.GroupVersionKind()); err != nil {
+			oe = objErr(ReasonApplyFailed, true, "%v", err)
+		}
+	}
+	if oe == nil {
+		if p.ssa {
+			oe = r.applySSA(ctx, p, o, &e, prev, hadPrev)
+		} else {
+			oe = r.applyLegacyObject(ctx, p, o, &e, hadPrev && prev.UID != "")
+		}
+	}
+	if oe != nil {
+		if e.Action == "" {
+			e.Action = ActionFailed
+		}
+		e.Reason, e.Message = oe.Reason, oe.Message
+		if oe.Retry {
+			p.after(transientRetry)
+		}
+		if !hadPrev || prev.Reason != oe.Reason || prev.Message != oe.Message {
+			r.event(p.mw, o.intent, corev1.EventTypeWarning, oe.Reason, "%s", oe.Message)
+		}
+	}
+	metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, e.Action).Inc()
+	return e
+}
+
+// applySSA applies one object with Server-Side Apply, migrating legacy
+// ownership first.
+func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
+	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
+	live, err := r.Applier.Get(ctx, o.intent)
+	if err != nil {
+		return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
+	}
+	if from := sets.List(ourManagers(p.mw, p.manager)); live != nil && ownershipcore.NeedsUpgrade(live, from) {
+		migrated, err := r.Applier.UpgradeManagers(ctx, o.intent, from, p.manager)
+		if err != nil {
+			return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
+		}
+		if migrated {
+			r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonMigrated, "%s: moved the fields of field managers %s (Update) into %q (Apply)", name, strings.Join(from, ", "), p.manager)
+			e.UID, e.Action = live.GetUID(), ActionMigrated
+			e.OwnedFields = prev.OwnedFields
+			p.after(migratedRecheck) // apply once the cache has the new managed fields
+			return nil
+		}
+	}
+	res, err := r.Applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
+		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: p.ignore,
+	})
+	for _, c := range res.Forced {
+		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
+	}
+	var conflictErr *ownershipcore.ConflictError
+	switch {
+	case errors.As(err, &conflictErr):
+		for _, c := range conflictErr.Conflicts {
+			metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
+		}
+		e.Action = string(ownershipcore.ActionConflicted)
+		return objErr(ReasonConflict, false, "%s: %v (conflictPolicy Fail)", name, conflictErr)
+	case err != nil:
+		return classify(name, err)
+	}
+	e.Action = string(res.Action)
+	if res.Object != nil {
+		e.UID = res.Object.GetUID()
+		if owners, err := ownershipcore.Owners(res.Object); err == nil {
+			if ours := owners.Applied(p.manager); ours != nil {
+				e.OwnedFields = len(ownershipcore.FormatSet(ours.Fields))
+			}
+		}
+	}
+	switch res.Action {
+	case ownershipcore.ActionCreated:
+		p.created++
+		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+	case ownershipcore.ActionConfigured:
+		p.configured++
+		// The spec did not change since the last apply, so another actor
+		// changed fields this workload owns.
+		// (After a migration the first apply trims the defaults the
+		// legacy Update entry owned: not drift.)
+		if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.mw.Status.ObservedGeneration == p.mw.Generation {
+			r.drift(p, name, live, o.intent)
+		}
+	}
+	log.FromContext(ctx).V(1).Info("applied", "object", name, "action", res.Action, "forced", len(res.Forced))
+	return nil
+}
+
+// drift counts and reports a repair of owned fields.
+func (r *Reconciler) drift(p *pass, name string, live, intent *unstructured.Unstructured) {
+	metrics.DriftTotal.WithLabelValues(metrics.ControllerWorkload, live.GetKind()).Inc()
+	detail := ""
+	if diff, err := r.Applier.OwnedDiff(live, intent, p.manager); err == nil && !diff.Empty() {
+		paths := ownershipcore.FormatSet(diff)
+		if len(paths) > 5 {
+			paths = append(paths[:5], fmt.Sprintf("and %d more", len(paths)-5))
+		}
+		detail = ": " + strings.Join(paths, ", ")
+		if owners, err := ownershipcore.Owners(live); err == nil {
+			if who := owners.OwnersOf(diff, p.manager).Managers(); len(who) > 0 {
+				detail += fmt.Sprintf(" (changed by %s)", strings.Join(who, ", "))
+			}
+		}
+	}
+	r.event(p.mw, live, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired owned fields of %s%s", name, detail)
+}
+
+// applyLegacyObject takes the legacy path for one object.
+func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, applied bool) *objectError {
+	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
+	action, obj, residual, err := r.applyLegacy(ctx, o.intent, p.manager, p.ignore)
+	if err != nil {
+		return classify(name, err)
+	}
+	e.Action, e.UID = string(action), obj.GetUID()
+	switch action {
+	case ownershipcore.ActionCreated:
+		p.created++
+		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+	case ownershipcore.ActionConfigured:
+		p.configured++
+		if applied && p.mw.Status.ObservedGeneration == p.mw.Generation {
+			metrics.DriftTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind).Inc()
+		}
+	}
+	if len(residual) > 0 {
+		p.notConverged = append(p.notConverged, fmt.Sprintf("%s (%s)", name, strings.Join(residual, ", ")))
+		p.after(legacyRecheck)
+	}
+	return nil
+}
+
+// classify turns an apply error into an object error.
+func classify(name string, err error) *objectError {
+	switch {
+	case errors.Is(err, ownershipcore.ErrUnknownKind):
+		return objErr(ReasonUnknownKind, true, "%s: %v", name, err)
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return objErr(ReasonRejected, false, "%s: the apiserver rejected the object: %v", name, err)
+	case apierrors.IsForbidden(err):
+		return objErr(ReasonRejected, true, "%s: forbidden: %v", name, err)
+	default:
+		return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
+	}
+}
+
+// prune removes the objects of the last inventory that left the spec and
+// returns entries for those whose removal failed (retried later).
+func (r *Reconciler) prune(ctx context.Context, p *pass) []v1alpha1.InventoryEntry {
+	keep := sets.New(indexKeys(p.mw)...)
+	var gone []v1alpha1.InventoryEntry
+	for _, e := range p.mw.Status.Inventory {
+		if e.UID != "" && !keep.Has(entryKey(e)) {
+			gone = append(gone, e)
+		}
+	}
+	var pending []v1alpha1.InventoryEntry
+	for _, e := range removeOrder(gone) {
+		if _, err := r.removeObject(ctx, p.mw, e, p.manager); err != nil {
+			e.Index, e.Action, e.Reason, e.Message = -1, ActionFailed, ReasonPruneFailed, err.Error()
+			r.event(p.mw, nil, corev1.EventTypeWarning, ReasonPruneFailed, "%v", err)
+			pending = append(pending, e)
+			p.after(transientRetry)
+		}
+	}
+	return pending
+}
+
+// report sets the counts and conditions and sends the summary event.
+func (r *Reconciler) report(p *pass) {
+	st, gen := &p.mw.Status, p.mw.Generation
+	st.Applied, st.Failed = 0, 0
+	var failures []string
+	stalled := true
+	for _, e := range st.Inventory {
+		if e.Reason == "" {
+			st.Applied++
+			continue
+		}
+		st.Failed++
+		failures = append(failures, fmt.Sprintf("%s: %s", e.Reason, e.Message))
+		if p.requeue != 0 {
+			stalled = false
+		}
+	}
+	if p.created+p.configured > 0 {
+		r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created, %d configured", st.Applied, st.Mode, p.created, p.configured)
+	}
+	switch {
+	case st.Failed > 0:
+		msg := fmt.Sprintf("%d of %d objects failed: %s", st.Failed, len(st.Inventory), strings.Join(failures, "; "))
+		if stalled {
+			conditions.SetStalled(&st.Conditions, gen, ReasonObjectsFailed, msg)
+		} else {
+			conditions.SetWaiting(&st.Conditions, gen, ReasonObjectsFailed, msg)
+		}
+	case len(p.notConverged) > 0:
+		conditions.SetWaiting(&st.Conditions, gen, ReasonNotConverged, fmt.Sprintf(
+			"the legacy JSON patch did not hold on %s: another actor changes these fields back on every write (a mutating webhook?); the ServerSideApply gate leaves them to it", strings.Join(p.notConverged, "; ")))
+	case p.requeue != 0:
+		conditions.SetWaiting(&st.Conditions, gen, ReasonMigrated, "field ownership migrated to Server-Side Apply; applying next")
+	default:
+		conditions.SetReady(&st.Conditions, gen, ReasonApplied, fmt.Sprintf("%d objects applied (%s)", st.Applied, st.Mode))
+	}
+}

@@ -1,0 +1,43 @@
+package workload
+
+// Reasons carried by the conditions, the inventory entries and the events.
+// Each is documented in the README's troubleshooting table.
+const (
+	ReasonApplied           = "Applied"
+	ReasonSuspended         = "Suspended"
+	ReasonObjectsFailed     = "ObjectsFailed"
+	ReasonInvalidIgnorePath = "InvalidIgnorePath"
+	ReasonNotConverged      = "NotConverged"
+
+	// Per object.
+	ReasonInvalidObject   = "InvalidObject"
+	ReasonDuplicateObject = "DuplicateObject"
+	ReasonUnknownKind     = "UnknownKind"
+	ReasonRejected        = "Rejected"
+	ReasonConflict        = "Conflict"
+	ReasonApplyFailed     = "ApplyFailed"
+	ReasonPruneFailed     = "PruneFailed"
+
+	// Events only.
+	ReasonCreated       = "Created"
+	ReasonDriftRepaired = "DriftRepaired"
+	ReasonMigrated      = "Migrated"
+	ReasonPruned        = "Pruned"
+	ReasonRelinquished  = "Relinquished"
+	ReasonDeleteFailed  = "DeleteFailed"
+)
+
+// Modes of status.mode.
+const (
+	ModeServerSideApply = "ServerSideApply"
+	ModeLegacy          = "Legacy"
+)
+
+// Inventory actions besides the ownership core's.
+const (
+	// ActionFailed: the object could not be applied (see its reason).
+	ActionFailed = "Failed"
+	// ActionMigrated: legacy ownership was moved into the workload's
+	// Apply entry; the object is applied on the next reconcile.
+	ActionMigrated = "Migrated"
+)

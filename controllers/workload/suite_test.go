@@ -1,0 +1,208 @@
+package workload_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/test/testkit"
+)
+
+var (
+	k8s      client.Client // the test's own client (other field managers)
+	kit      testkit.Kit
+	requests = &testkit.WriteCounter{}
+	// webhookCalls counts the Kyverno-like webhook's admissions.
+	webhookCalls atomic.Int64
+)
+
+// The Kyverno-like mutating webhook of Strimzi issue #6938: on every
+// create and update of a Deployment or Service in a namespace labelled
+// kyverno-test=true it adds this annotation and label.
+const (
+	kyvernoAnnotation = "policies.kyverno.io/last-applied-patches"
+	kyvernoPatches    = "add-team-label.add-labels.kyverno.io: added /metadata/labels/team\n"
+	kyvernoLabel      = "team"
+	kyvernoPath       = "/mutate-kyverno"
+)
+
+func kyvernoWebhook() *admissionv1.MutatingWebhookConfiguration {
+	fail, none, path := admissionv1.Fail, admissionv1.SideEffectClassNone, kyvernoPath
+	return &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "kyverno-like"},
+		Webhooks: []admissionv1.MutatingWebhook{{
+			Name:                    "mutate.kyverno.example.com",
+			AdmissionReviewVersions: []string{"v1"},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Name: "kyverno", Namespace: "kyverno", Path: &path}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kyverno-test": "true"}},
+			Rules: []admissionv1.RuleWithOperations{{
+				Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+				Rule:       admissionv1.Rule{APIGroups: []string{"", "apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "services"}},
+			}},
+		}},
+	}
+}
+
+// mutate adds the Kyverno annotation and label, as Kyverno does.
+func mutate(_ context.Context, req admission.Request) admission.Response {
+	webhookCalls.Add(1)
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(req.Object.Raw); err != nil {
+		return admission.Errored(400, err)
+	}
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[kyvernoAnnotation] = kyvernoPatches
+	u.SetAnnotations(a)
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[kyvernoLabel] = "platform"
+	u.SetLabels(l)
+	out, err := json.Marshal(u.Object)
+	if err != nil {
+		return admission.Errored(500, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, out)
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	cp, err := localcp.Start(localcp.Options{
+		ExtraCRDPaths: []string{"test/testdata/crds"},
+		Webhooks:      envtest.WebhookInstallOptions{MutatingWebhooks: []*admissionv1.MutatingWebhookConfiguration{kyvernoWebhook()}},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = cp.Stop() }()
+	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kit = testkit.Kit{Client: k8s}
+	mcfg := rest.CopyConfig(cp.Config)
+	requests.Wrap(mcfg)
+	wo := cp.Env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
+		Scheme:        controllers.Scheme(),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mgr.GetWebhookServer().Register(kyvernoPath, &webhook.Admission{Handler: admission.HandlerFunc(mutate)})
+	if err := controllers.Setup(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	code := m.Run()
+	cancel()
+	<-done // before the control plane and its serving certificates go
+	return code
+}
+
+// setSSA sets the ServerSideApply gate for the rest of the test.
+func setSSA(t testing.TB, on bool) {
+	t.Helper()
+	if err := feature.Gates.SetFromMap(map[string]bool{string(feature.ServerSideApply): on}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = feature.Gates.SetFromMap(map[string]bool{string(feature.ServerSideApply): true}) })
+}
+
+// update changes mw's spec with fn, retrying on conflicts.
+func update(t testing.TB, mw *v1alpha1.ManagedWorkload, fn func(*v1alpha1.ManagedWorkload)) {
+	t.Helper()
+	testkit.Eventually(t, "update of "+mw.Name, func() (bool, string) {
+		kit.Get(t, mw)
+		fn(mw)
+		err := k8s.Update(context.Background(), mw)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// resources turns YAML documents into spec.resources.
+func resources(t testing.TB, docs ...string) []runtime.RawExtension {
+	t.Helper()
+	out := make([]runtime.RawExtension, len(docs))
+	for i, d := range docs {
+		b, err := yaml.YAMLToJSON([]byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = runtime.RawExtension{Raw: b}
+	}
+	return out
+}
+
+// waitReady waits until mw is reconciled at its generation with the Ready
+// reason, and returns it.
+func waitReason(t testing.TB, mw *v1alpha1.ManagedWorkload, reason string) *v1alpha1.ManagedWorkload {
+	t.Helper()
+	testkit.Eventually(t, fmt.Sprintf("%s reason %s", mw.Name, reason), func() (bool, string) {
+		kit.Get(t, mw)
+		c := meta.FindStatusCondition(mw.Status.Conditions, "Ready")
+		if c == nil {
+			return false, "no Ready condition"
+		}
+		return c.Reason == reason && mw.Status.ObservedGeneration == mw.Generation,
+			fmt.Sprintf("gen %d/%d Ready=%s %s: %s", mw.Status.ObservedGeneration, mw.Generation, c.Status, c.Reason, c.Message)
+	})
+	return mw
+}
+
+// entry returns the inventory entry of index i.
+func entry(t testing.TB, mw *v1alpha1.ManagedWorkload, i int) v1alpha1.InventoryEntry {
+	t.Helper()
+	for _, e := range mw.Status.Inventory {
+		if e.Index == i {
+			return e
+		}
+	}
+	t.Fatalf("no inventory entry %d in %+v", i, mw.Status.Inventory)
+	return v1alpha1.InventoryEntry{}
+}

@@ -1,0 +1,67 @@
+package ownershipcore
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NeedsUpgrade reports whether live has an Update entry (main resource) of
+// one of the managers in from: fields written before Server-Side Apply that
+// UpgradeManagers must move before the first apply under to.
+func NeedsUpgrade(live *unstructured.Unstructured, from []string) bool {
+	names := sets.New(from...)
+	for _, e := range live.GetManagedFields() {
+		if e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" && names.Has(e.Manager) {
+			return true
+		}
+	}
+	return false
+}
+
+// UpgradeManagers moves the fields of every Update entry (main resource) of
+// the managers in from into the Apply entry of to, creating it from the
+// newest such entry if needed, and removes those Update entries. Values are
+// untouched. It is client-go's csaupgrade.UpgradeManagedFieldsPatch: one
+// JSON patch of /metadata/managedFields that also sets resourceVersion, so a
+// concurrent write fails it with a conflict, after which it re-reads through
+// APIReader and recomputes.
+//
+// Migrate this way, never by force-applying under a new name: a field the
+// old manager owned and the new intent leaves out would lose its only owner
+// and, for Update entries merged later, its value (the Service selector
+// lost in Argo CD's field-manager proposal). See the SSA docs, "Upgrading
+// from client-side apply to server-side apply".
+//
+// obj needs apiVersion, kind, name and namespace. It reports whether it
+// patched; the caller should re-read before deciding on the next apply.
+func (a *Applier) UpgradeManagers(ctx context.Context, obj *unstructured.Unstructured, from []string, to string) (bool, error) {
+	patched := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := a.get(ctx, a.fresh(), obj)
+		if err != nil || live == nil {
+			return err
+		}
+		patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(from...), to)
+		if err != nil || patch == nil {
+			return err
+		}
+		if err := a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			return err
+		}
+		patched = true
+		return nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return patched, fmt.Errorf("upgrade field managers of %s to %q: %w", describe(obj), to, err)
+	}
+	return patched, nil
+}

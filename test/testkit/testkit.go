@@ -1,0 +1,182 @@
+// Package testkit holds the helpers the suites that run against the local
+// control plane share: a write counter on the manager's transport, object
+// builders, polling, and event lookups.
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// WriteCounter counts write requests (every method but GET) per URL path.
+// Install it with Wrap on the manager's rest.Config.
+type WriteCounter struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	byPath map[string]int
+}
+
+// Wrap makes cfg's transport count through c.
+func (c *WriteCounter) Wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { c.next = rt; return c })
+}
+
+// RoundTrip counts r and sends it on.
+func (c *WriteCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		c.mu.Lock()
+		if c.byPath == nil {
+			c.byPath = map[string]int{}
+		}
+		c.byPath[r.URL.Path]++
+		c.mu.Unlock()
+	}
+	return c.next.RoundTrip(r)
+}
+
+// Writes returns the writes to paths ending in suffix.
+func (c *WriteCounter) Writes(suffix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for p, v := range c.byPath {
+		if strings.HasSuffix(p, suffix) {
+			n += v
+		}
+	}
+	return n
+}
+
+// Obj parses YAML into an unstructured object.
+func Obj(t testing.TB, y string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// Kit is a test's own client: the other field managers of a test.
+type Kit struct {
+	Client client.Client
+}
+
+// ApplyAs applies the YAML object with force under manager.
+func (k Kit) ApplyAs(t testing.TB, manager, y string) *unstructured.Unstructured {
+	t.Helper()
+	u := Obj(t, y)
+	if err := k.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		t.Fatalf("apply as %s: %v", manager, err)
+	}
+	return u
+}
+
+// Namespace creates the namespace name if needed and returns name.
+func (k Kit) Namespace(t testing.TB, name string, labels ...string) string {
+	t.Helper()
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	if len(labels) > 0 {
+		l := map[string]string{}
+		for i := 0; i+1 < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		ns.SetLabels(l)
+	}
+	if err := k.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Live reads the live object u names.
+func (k Kit) Live(t testing.TB, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	l := &unstructured.Unstructured{}
+	l.SetGroupVersionKind(u.GroupVersionKind())
+	if err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(u), l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Exists reports whether the object u names exists.
+func (k Kit) Exists(t testing.TB, u *unstructured.Unstructured) bool {
+	t.Helper()
+	l := &unstructured.Unstructured{}
+	l.SetGroupVersionKind(u.GroupVersionKind())
+	err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(u), l)
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// Get reads o in place.
+func (k Kit) Get(t testing.TB, o client.Object) {
+	t.Helper()
+	if err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Eventually polls cond every 100 ms for up to 20 s.
+func Eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+// HasEvent waits for an event about name with the reason whose note
+// contains substr.
+func (k Kit) HasEvent(t testing.TB, ns, name, reason, substr string) {
+	t.Helper()
+	Eventually(t, "event "+reason, func() (bool, string) {
+		var l eventsv1.EventList
+		if err := k.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range l.Items {
+			if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, substr) {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Note)
+		}
+		return false, strings.Join(seen, " | ")
+	})
+}
+
+// DeleteAndWait deletes o and waits until it is gone.
+func (k Kit) DeleteAndWait(t testing.TB, o client.Object) {
+	t.Helper()
+	if err := k.Client.Delete(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, "deletion of "+o.GetName(), func() (bool, string) {
+		err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
