@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -87,6 +88,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 
 	res, err := r.Applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategies[spec.ConflictPolicy]})
+	r.observe(ref.GetKind(), res, err, drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
 	case errors.As(err, &conflictErr):
@@ -240,6 +242,35 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 
 // intentLeaves lists the leaf fields of a set, leaving out the identity
 // fields every intent carries.
+// observe records an apply in the fieldops_ metrics.
+func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, drifter string) {
+	controller := metrics.ControllerFieldPatch
+	if r.Cluster {
+		controller = metrics.ControllerClusterFieldPatch
+	}
+	action := string(res.Action)
+	var conflictErr *ownershipcore.ConflictError
+	switch {
+	case errors.As(err, &conflictErr):
+		action = string(ownershipcore.ActionConflicted)
+		for _, c := range conflictErr.Conflicts {
+			metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
+		}
+	case err != nil:
+		action = "Failed"
+	}
+	for _, c := range res.Forced {
+		metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
+	}
+	for _, c := range res.Yielded {
+		metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
+	}
+	metrics.ApplyTotal.WithLabelValues(controller, kind, action).Inc()
+	if err == nil && drifter != "" && res.Action == ownershipcore.ActionConfigured {
+		metrics.DriftTotal.WithLabelValues(controller, kind).Inc()
+	}
+}
+
 func intentLeaves(s *fieldpath.Set) []string {
 	var out []string
 	for _, p := range ownershipcore.FormatSet(s) {

@@ -5,8 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/workload"
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -51,6 +54,12 @@ func TestBadObjects(t *testing.T) {
 	kit.HasEvent(t, ns, "mixed", workload.ReasonInvalidObject, "metadata.name is required")
 	kit.HasEvent(t, ns, "mixed", workload.ReasonDuplicateObject, "already resources[2]")
 	kit.HasEvent(t, ns, "mixed", workload.ReasonRejected, "99999")
+	if got := testutil.ToFloat64(metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, "Service", workload.ActionFailed)); got < 1 {
+		t.Errorf("fieldops_apply_total{kind=Service,action=Failed} = %v", got)
+	}
+	if got := testutil.ToFloat64(metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, "ConfigMap", "Created")); got < 2 {
+		t.Errorf("fieldops_apply_total{kind=ConfigMap,action=Created} = %v", got)
+	}
 	if !kit.Exists(t, ref("v1", "ConfigMap", ns, "ok")) || !kit.Exists(t, ref("v1", "ConfigMap", ns, "dup")) {
 		t.Fatal("valid objects were not applied")
 	}

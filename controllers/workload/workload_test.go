@@ -3,6 +3,8 @@ package workload_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/test/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -164,6 +168,10 @@ func TestThirdParty(t *testing.T) {
 	kit.HasEvent(t, ns, "app", workload.ReasonDriftRepaired, "kubectl-edit")
 	if got := testutil.ToFloat64(metrics.DriftTotal.WithLabelValues(metrics.ControllerWorkload, "Deployment")); got <= drift {
 		t.Fatalf("fieldops_drift_total did not grow: %v", got)
+	}
+	// kubectl-edit's Update took spec.replicas; the repair forced it back.
+	if got := testutil.ToFloat64(metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, "kubectl-edit")); got < 1 {
+		t.Fatalf("fieldops_conflicts_total{manager=kubectl-edit} = %v", got)
 	}
 	if kit.Live(t, dep).GetLabels()["cost-center"] != "4711" {
 		t.Fatal("the third party's label is gone after the repair")
@@ -327,5 +335,33 @@ func TestPrune(t *testing.T) {
 	stays := kit.Live(t, ref("v1", "ConfigMap", ns, "stays"))
 	if owners, _ := ownershipcore.Owners(stays); owners.Applied(workload.ManagerName(ns, "cfg")) != nil {
 		t.Fatal("the workload's field manager is still on the relinquished object")
+	}
+}
+
+// The shipped sample is accepted and converges.
+func TestSample(t *testing.T) {
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "config", "samples", "fieldops_v1alpha1_managedworkload.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw := &v1alpha1.ManagedWorkload{}
+	if err := yaml.UnmarshalStrict(b, mw); err != nil {
+		t.Fatal(err)
+	}
+	mw.Namespace = kit.Namespace(t, "sample")
+	if err := k8s.Create(context.Background(), mw); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, mw, workload.ReasonApplied)
+	if mw.Status.Applied != 2 {
+		t.Fatalf("inventory %+v", mw.Status.Inventory)
+	}
+	kit.DeleteAndWait(t, mw)
+	if kit.Exists(t, ref("apps/v1", "Deployment", mw.Namespace, "web")) {
+		t.Fatal("the sample's Deployment was not pruned")
 	}
 }
