@@ -14,6 +14,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers/podset"
 	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -54,6 +55,10 @@ func Setup(mgr ctrl.Manager) error {
 	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
+	}
+	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates}
+	if err := ps.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up PodSet controller: %w", err)
 	}
 	return nil
 }

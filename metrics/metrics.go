@@ -12,6 +12,13 @@ const (
 	ControllerFieldPatch        = "fieldpatch"
 	ControllerClusterFieldPatch = "clusterfieldpatch"
 	ControllerWorkload          = "workload"
+	ControllerPodSet            = "podset"
+)
+
+// Pod update modes.
+const (
+	ModeInPlace  = "in_place"
+	ModeRecreate = "recreate"
 )
 
 var (
@@ -35,8 +42,16 @@ var (
 		Name: "fieldops_conflicts_total",
 		Help: "Server-Side Apply conflicts met, by controller and the field manager owning the contested field.",
 	}, []string{"controller", "manager"})
+
+	// PodUpdatesTotal counts PodSet pod updates: in_place (labels and
+	// annotations applied to the running pod) or recreate (deleted and
+	// created again).
+	PodUpdatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldops_pod_updates_total",
+		Help: "PodSet pod updates by mode: in_place (metadata applied to the running pod) or recreate.",
+	}, []string{"mode"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal)
+	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal)
 }

@@ -1,0 +1,17 @@
+package podset
+
+// Reasons carried by the conditions and events. Each is documented in the
+// README's troubleshooting table.
+const (
+	ReasonReady       = "Ready"
+	ReasonProgressing = "Progressing"
+	ReasonInvalidSpec = "InvalidSpec"
+	ReasonPodRejected = "PodRejected"
+	ReasonPodFailed   = "PodFailed"
+
+	// Events only.
+	ReasonCreated        = "Created"
+	ReasonScaledDown     = "ScaledDown"
+	ReasonUpdatedInPlace = "UpdatedInPlace"
+	ReasonRestarted      = "Restarted"
+)
