@@ -178,3 +178,16 @@ func TestGateOffRecreatesForLabels(t *testing.T) {
 	})
 	kit.HasEvent(t, ns, "legacy", podset.ReasonRestarted, "InPlacePodMetadata is off")
 }
+
+// The shipped sample is accepted and its pods come up.
+func TestSample(t *testing.T) {
+	ps := &v1alpha1.PodSet{}
+	testkit.Sample(t, "fieldops_v1alpha1_podset.yaml", ps)
+	ps.Namespace = kit.Namespace(t, "sample")
+	if err := k8s.Create(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
+	kubelet(t, ps, 0)
+	waitPods(t, ps, ordinals("kafka", 3)...)
+	waitReason(t, ps, podset.ReasonReady)
+}

@@ -3,8 +3,6 @@ package workload_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,13 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/test/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -340,18 +336,8 @@ func TestPrune(t *testing.T) {
 
 // The shipped sample is accepted and converges.
 func TestSample(t *testing.T) {
-	root, err := localcp.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "config", "samples", "fieldops_v1alpha1_managedworkload.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	mw := &v1alpha1.ManagedWorkload{}
-	if err := yaml.UnmarshalStrict(b, mw); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Sample(t, "fieldops_v1alpha1_managedworkload.yaml", mw)
 	mw.Namespace = kit.Namespace(t, "sample")
 	if err := k8s.Create(context.Background(), mw); err != nil {
 		t.Fatal(err)

@@ -1,13 +1,8 @@
-// Package bench holds the benchmarks that need a running fieldops on the
-// local control plane.
 package bench
 
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,31 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers"
-	"github.com/fieldops/fieldops/test/localcp"
 )
-
-// counter counts the manager's requests (all verbs; informer watches are
-// long-lived and counted once).
-type counter struct {
-	next         http.RoundTripper
-	n            atomic.Int64
-	targetWrites atomic.Int64 // non-GET requests to ConfigMaps, the targets
-}
-
-func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	if r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/configmaps/") {
-		c.targetWrites.Add(1)
-	}
-	return c.next.RoundTrip(r)
-}
 
 const patches = 200
 
@@ -49,31 +23,11 @@ const patches = 200
 // manager, the writes to the target (target 1: the repair) and all requests
 // (the repair, the status write of lastAppliedTime, and the event).
 func BenchmarkConverge200FieldPatches(b *testing.B) {
-	cp, err := localcp.Start(localcp.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cp.Stop() }()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	requests := &counter{}
-	mcfg := rest.CopyConfig(cp.Config)
-	mcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { requests.next = rt; return requests })
-	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := controllers.Setup(mgr); err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	c, err := client.New(cp.Config, client.Options{Scheme: controllers.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctx := context.Background()
+	c, requests := env(b)
 
 	for i := 0; i < b.N; i++ {
-		ns := fmt.Sprintf("bench-%d", i)
+		ns := fmt.Sprintf("fieldpatch-bench-%d-%d", b.N, i)
 		nsObj := &unstructured.Unstructured{}
 		nsObj.SetAPIVersion("v1")
 		nsObj.SetKind("Namespace")

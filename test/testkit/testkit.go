@@ -7,11 +7,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fieldops/fieldops/test/localcp"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -179,4 +182,20 @@ func (k Kit) DeleteAndWait(t testing.TB, o client.Object) {
 		err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
+}
+
+// Sample reads config/samples/<file> into obj (strict YAML).
+func Sample(t testing.TB, file string, obj interface{}) {
+	t.Helper()
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "config", "samples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, obj); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
 }
