@@ -15,6 +15,10 @@ const (
 	ControllerPodSet            = "podset"
 )
 
+// ActionFailed is the action label of an apply that failed with an error
+// other than a conflict.
+const ActionFailed = "Failed"
+
 // Pod update modes.
 const (
 	ModeInPlace  = "in_place"

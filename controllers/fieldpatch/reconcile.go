@@ -240,8 +240,6 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 	return nil
 }
 
-// intentLeaves lists the leaf fields of a set, leaving out the identity
-// fields every intent carries.
 // observe records an apply in the fieldops_ metrics.
 func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, drifter string) {
 	controller := metrics.ControllerFieldPatch
@@ -257,7 +255,7 @@ func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, d
 			metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
 		}
 	case err != nil:
-		action = "Failed"
+		action = metrics.ActionFailed
 	}
 	for _, c := range res.Forced {
 		metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
@@ -271,6 +269,8 @@ func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, d
 	}
 }
 
+// intentLeaves lists the leaf fields of a set, leaving out the identity
+// fields every intent carries.
 func intentLeaves(s *fieldpath.Set) []string {
 	var out []string
 	for _, p := range ownershipcore.FormatSet(s) {

@@ -1,5 +1,7 @@
 package workload
 
+import "github.com/fieldops/fieldops/metrics"
+
 // Reasons carried by the conditions, the inventory entries and the events.
 // Each is documented in the README's troubleshooting table.
 const (
@@ -36,7 +38,7 @@ const (
 // Inventory actions besides the ownership core's.
 const (
 	// ActionFailed: the object could not be applied (see its reason).
-	ActionFailed = "Failed"
+	ActionFailed = metrics.ActionFailed
 	// ActionMigrated: legacy ownership was moved into the workload's
 	// Apply entry; the object is applied on the next reconcile.
 	ActionMigrated = "Migrated"
