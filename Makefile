@@ -10,7 +10,14 @@ export GOBIN := $(LOCALBIN)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 # v5.8.x needs Go 1.27; v5.7.1 is the newest that builds with Go 1.26.
 KUSTOMIZE_VERSION ?= v5.7.1
+# Protocol buffers for the plugin protocol: buf compiles without protoc.
+BUF_VERSION ?= v1.75.0
+PROTOC_GEN_GO_VERSION ?= v1.36.11
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+BUF ?= $(LOCALBIN)/buf-$(BUF_VERSION)
+# buf finds the protoc plugins on PATH, under their plain names.
+PROTOC_PLUGINS ?= $(LOCALBIN)/protoc-plugins-go$(PROTOC_GEN_GO_VERSION)-grpc$(PROTOC_GEN_GO_GRPC_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 
 # The local control plane: kube-apiserver and etcd built from test/tools.
@@ -38,8 +45,9 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=fieldops-manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+generate: $(CONTROLLER_GEN) $(BUF) $(PROTOC_PLUGINS) ## Generate deepcopy code and the plugin protocol's Go code.
+	cd plugins/proto && PATH="$(PROTOC_PLUGINS):$$PATH" $(BUF) generate
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: fmt
 fmt: ## go fmt.
@@ -51,9 +59,9 @@ vet: ## go vet.
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files differ from the committed ones.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config plugins/proto)" ]; then \
 	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
-	  git status --porcelain -- api config; git --no-pager diff --stat -- api config; exit 1; fi
+	  git status --porcelain -- api config plugins/proto; git --no-pager diff --stat -- api config plugins/proto; exit 1; fi
 
 .PHONY: test
 test: control-plane ## Run every test (unit and against the local control plane).
@@ -95,6 +103,14 @@ $(ETCD): test/tools/go.mod test/tools/go.sum
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+$(BUF):
+	GOBIN=$(LOCALBIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	mv $(LOCALBIN)/buf $@
+
+$(PROTOC_PLUGINS):
+	GOBIN=$@ go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$@ go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
 $(KUSTOMIZE):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)

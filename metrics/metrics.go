@@ -54,8 +54,24 @@ var (
 		Name: "fieldops_pod_updates_total",
 		Help: "PodSet pod updates by mode: in_place (metadata applied to the running pod) or recreate.",
 	}, []string{"mode"})
+
+	// PluginCallDuration times every call to a plugin, failed ones too.
+	PluginCallDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fieldops_plugin_call_duration_seconds",
+		Help:    "Duration of calls to out-of-process plugins, by plugin and method (Resolve, Paths), in seconds.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"plugin", "method"})
+
+	// PluginFailuresTotal counts failed plugin calls by reason: start
+	// (the process did not start or failed its checksum), timeout, exited
+	// (the process died), malformed (an answer broke the protocol), error
+	// (the plugin returned an error).
+	PluginFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldops_plugin_failures_total",
+		Help: "Failed plugin calls by plugin and reason (start, timeout, exited, malformed, error).",
+	}, []string{"plugin", "reason"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal)
+	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal, PluginCallDuration, PluginFailuresTotal)
 }
