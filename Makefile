@@ -77,6 +77,13 @@ bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches;
 build: ## Build the manager binary into bin/manager.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
 
+.PHONY: plugins
+plugins: ## Build the example plugins into bin/plugins/ (with their SHA-256 in bin/plugins/SHA256SUMS).
+	mkdir -p $(LOCALBIN)/plugins
+	go build -o $(LOCALBIN)/plugins/yield-to-autoscalers ./plugins/examples/yield-to-autoscalers
+	go build -o $(LOCALBIN)/plugins/ignore-policy-annotations ./plugins/examples/ignore-policy-annotations
+	cd $(LOCALBIN)/plugins && sha256sum yield-to-autoscalers ignore-policy-annotations > SHA256SUMS
+
 .PHONY: run
 run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager
