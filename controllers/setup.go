@@ -18,6 +18,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/plugins/host"
 )
 
 // Scheme returns a scheme with the built-in kinds, CustomResourceDefinitions
@@ -30,10 +31,20 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// Setup registers every fieldops controller with mgr. They share one
+// Options configure SetupWith.
+type Options struct {
+	// Plugins runs the plugins objects name (conflictPlugin,
+	// ignorePlugins); nil when the ExternalPlugins gate is off.
+	Plugins *host.Host
+}
+
+// Setup registers every fieldops controller with mgr, without plugins.
+func Setup(mgr ctrl.Manager) error { return SetupWith(mgr, Options{}) }
+
+// SetupWith registers every fieldops controller with mgr. They share one
 // ownershipcore.Applier, reading live objects from mgr's cache, and read
 // the process-wide feature.Gates.
-func Setup(mgr ctrl.Manager) error {
+func SetupWith(mgr ctrl.Manager, opts Options) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
@@ -47,12 +58,12 @@ func Setup(mgr ctrl.Manager) error {
 		Schema: schema,
 	}
 	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster}
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
 	}
-	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates}
+	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}

@@ -24,7 +24,7 @@ const (
 
 // ConflictPolicy says what happens to a field of the intent that another
 // field manager owns with a different value (an SSA conflict).
-// +kubebuilder:validation:Enum=Force;Fail;Yield
+// +kubebuilder:validation:Enum=Force;Fail;Yield;Plugin
 type ConflictPolicy string
 
 const (
@@ -36,6 +36,10 @@ const (
 	// ConflictPolicyYield leaves the conflicting fields to their owners and
 	// applies the rest of the intent.
 	ConflictPolicyYield ConflictPolicy = "Yield"
+	// ConflictPolicyPlugin asks the conflict-strategy plugin named by
+	// conflictPlugin, per conflict (needs the ExternalPlugins gate). When
+	// the plugin fails, conflictPluginFallback decides.
+	ConflictPolicyPlugin ConflictPolicy = "Plugin"
 )
 
 // DeletionPolicy says what deleting a FieldPatch does to its target.
@@ -72,6 +76,7 @@ type TargetReference struct {
 }
 
 // FieldPatchSpec is the intent of a FieldPatch or ClusterFieldPatch.
+// +kubebuilder:validation:XValidation:rule="!has(self.conflictPolicy) || self.conflictPolicy != 'Plugin' || (has(self.conflictPlugin) && self.conflictPlugin != '')",message="conflictPolicy Plugin needs conflictPlugin"
 type FieldPatchSpec struct {
 	// Target is the object to patch. It cannot change once set.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="target is immutable"
@@ -96,6 +101,23 @@ type FieldPatchSpec struct {
 	// +kubebuilder:default=Force
 	// +optional
 	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
+
+	// ConflictPlugin names the conflict-strategy plugin (in the manager's
+	// --plugin-config) when conflictPolicy is Plugin.
+	// +optional
+	ConflictPlugin string `json:"conflictPlugin,omitempty"`
+
+	// ConflictPluginFallback decides every conflict when the plugin fails
+	// (does not start, times out, dies, or answers malformed): Force, Fail
+	// (default) or Yield.
+	// +kubebuilder:validation:Enum=Force;Fail;Yield
+	// +optional
+	ConflictPluginFallback ConflictPolicy `json:"conflictPluginFallback,omitempty"`
+
+	// IgnorePlugins name ignorable-paths plugins whose paths are left out of
+	// the intent like ignorePaths. A failing plugin adds no paths.
+	// +optional
+	IgnorePlugins []string `json:"ignorePlugins,omitempty"`
 
 	// DeletionPolicy says what deleting this patch does to the target.
 	// +kubebuilder:default=HandBack

@@ -49,6 +49,13 @@ type ManagedWorkloadSpec struct {
 	// +optional
 	IgnorePaths []string `json:"ignorePaths,omitempty"`
 
+	// IgnorePlugins name ignorable-paths plugins (in the manager's
+	// --plugin-config; ExternalPlugins gate) whose paths are left out of
+	// every object's intent and of the legacy diff, like ignorePaths. A
+	// failing plugin adds no paths and is reported.
+	// +optional
+	IgnorePlugins []string `json:"ignorePlugins,omitempty"`
+
 	// ConflictPolicy decides SSA conflicts: Force (default, as the SSA docs
 	// recommend for controllers) or Fail.
 	// +kubebuilder:default=Force

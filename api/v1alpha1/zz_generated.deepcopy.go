@@ -139,6 +139,11 @@ func (in *FieldPatchSpec) DeepCopyInto(out *FieldPatchSpec) {
 	*out = *in
 	out.Target = in.Target
 	in.Patch.DeepCopyInto(&out.Patch)
+	if in.IgnorePlugins != nil {
+		in, out := &in.IgnorePlugins, &out.IgnorePlugins
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.IgnorePaths != nil {
 		in, out := &in.IgnorePaths, &out.IgnorePaths
 		*out = make([]string, len(*in))
@@ -289,6 +294,11 @@ func (in *ManagedWorkloadSpec) DeepCopyInto(out *ManagedWorkloadSpec) {
 	}
 	if in.IgnorePaths != nil {
 		in, out := &in.IgnorePaths, &out.IgnorePaths
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.IgnorePlugins != nil {
+		in, out := &in.IgnorePlugins, &out.IgnorePlugins
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}

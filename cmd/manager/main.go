@@ -24,6 +24,7 @@ import (
 
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/plugins/host"
 	"github.com/fieldops/fieldops/test/localcp"
 )
 
@@ -36,7 +37,7 @@ func main() {
 
 func run() error {
 	var (
-		metricsAddr, probeAddr, localDir string
+		metricsAddr, probeAddr, localDir, pluginConfig string
 		leaderElect, local               bool
 	)
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
@@ -45,6 +46,7 @@ func run() error {
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
 	fs.BoolVar(&local, "local", false, "Start an embedded local control plane (kube-apiserver and etcd from bin/) and run against it.")
 	fs.StringVar(&localDir, "local-dir", "bin/local", "With --local: where the kubeconfig is written.")
+	fs.StringVar(&pluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
 	feature.Gates.AddFlag(fs)
 	zapOpts := zap.Options{Development: true}
 	goflags := flag.NewFlagSet("", flag.ContinueOnError)
@@ -56,6 +58,20 @@ func run() error {
 			return nil
 		}
 		return err
+	}
+	var plugins *host.Host
+	switch {
+	case pluginConfig != "" && !feature.Gates.Enabled(feature.ExternalPlugins):
+		return errors.New("--plugin-config needs --feature-gates=ExternalPlugins=true")
+	case pluginConfig != "":
+		cfg, err := host.LoadConfig(pluginConfig)
+		if err != nil {
+			return err
+		}
+		if plugins, err = host.New(cfg, host.Options{}); err != nil {
+			return err
+		}
+		defer plugins.Close()
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
@@ -82,10 +98,10 @@ func run() error {
 			return err
 		}
 	}
-	return runManager(cfg, metricsAddr, probeAddr, leaderElect)
+	return runManager(cfg, metricsAddr, probeAddr, leaderElect, plugins)
 }
 
-func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect bool) error {
+func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect bool, plugins *host.Host) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 controllers.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
@@ -96,7 +112,7 @@ func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect boo
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controllers.Setup(mgr); err != nil {
+	if err := controllers.SetupWith(mgr, controllers.Options{Plugins: plugins}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -44,6 +44,8 @@ func TestFeatureGateFlag(t *testing.T) {
 		{"--feature-gates=NoSuchGate=true", "unrecognized feature gate: NoSuchGate"},
 		{"--feature-gates=ServerSideApply=maybe", "invalid value of ServerSideApply=maybe"},
 		{"--feature-gates=ServerSideApply", "missing bool value for ServerSideApply"},
+		{"--plugin-config=/nonexistent.yaml", "--plugin-config needs --feature-gates=ExternalPlugins=true"},
+		{"--feature-gates=ExternalPlugins=true --plugin-config=/nonexistent.yaml", "read plugin config"},
 	} {
 		code, stderr := runManagerBinary(t, c.args)
 		if code != 1 || !strings.Contains(stderr, "fieldops: ") || !strings.Contains(stderr, c.want) {

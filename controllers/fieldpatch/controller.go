@@ -23,6 +23,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/plugins/host"
 )
 
 // Finalizer holds a FieldPatch until its fields are handed back.
@@ -50,6 +51,9 @@ type Reconciler struct {
 	Applier  *ownershipcore.Applier
 	Recorder events.EventRecorder
 	Cluster  bool
+	// Plugins runs conflictPlugin and ignorePlugins; nil when the
+	// ExternalPlugins gate is off.
+	Plugins *host.Host
 
 	watches  *watch.Watches
 	contests *contests

@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		return r.fail(obj, stalled(ReasonForbiddenTarget, "target %s %s is managed by fieldops (%s); fieldops does not patch its own objects", ref.GetKind(), objectName(ref), who))
 	}
 
-	intent, intentSet, err := r.intent(obj, live, manager)
+	intent, intentSet, err := r.intent(ctx, obj, live, manager)
 	if err != nil {
 		return r.fail(obj, err)
 	}
@@ -87,7 +87,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		}
 	}
 
-	res, err := r.Applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategies[spec.ConflictPolicy]})
+	strategy, err := r.strategy(obj)
+	if err != nil {
+		return r.fail(obj, err)
+	}
+	res, err := r.Applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy})
 	r.observe(ref.GetKind(), res, err, drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
@@ -137,12 +141,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 
 // intent builds the apply intent for the patch type, without ignorePaths,
 // and its field set.
-func (r *Reconciler) intent(obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *fieldpath.Set, error) {
+func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *fieldpath.Set, error) {
 	spec := obj.PatchSpec()
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
 		return nil, nil, stalled(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
 	}
+	extra, failed, err := r.Plugins.IgnoredPaths(ctx, spec.IgnorePlugins, live)
+	if err != nil {
+		return nil, nil, stalled(ReasonPluginUnavailable, "ignorePlugins: %v", err)
+	}
+	for _, f := range failed {
+		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%v; no extra paths ignored", f)
+	}
+	ignore = ignore.Union(extra)
 	var intent *unstructured.Unstructured
 	if spec.Type == v1alpha1.PatchTypeApply || spec.Type == "" {
 		intent, err = applyIntent(spec, live.GroupVersionKind(), live.GetNamespace())
@@ -238,6 +250,27 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 		st.FieldCount = len(st.ManagedFields)
 	}
 	return nil
+}
+
+// strategy is the conflict strategy of the patch: a built-in policy, or
+// the plugin conflictPlugin with conflictPluginFallback (Fail by default)
+// when it fails, the failure reported as a PluginFailed event.
+func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrategy, error) {
+	spec := obj.PatchSpec()
+	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+		return strategies[spec.ConflictPolicy], nil
+	}
+	fallback := strategies[v1alpha1.ConflictPolicyFail]
+	if spec.ConflictPluginFallback != "" {
+		fallback = strategies[spec.ConflictPluginFallback]
+	}
+	s, err := r.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
+		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%v; conflicts decided by conflictPluginFallback", err)
+	})
+	if err != nil {
+		return nil, stalled(ReasonPluginUnavailable, "conflictPlugin: %v", err)
+	}
+	return s, nil
 }
 
 // observe records an apply in the fieldops_ metrics.

@@ -33,6 +33,8 @@ const (
 	ReasonHandedBack           = "HandedBack"
 	ReasonRelinquished         = "Relinquished"
 	ReasonDeleteFailed         = "DeleteFailed"
+	ReasonPluginUnavailable    = "PluginUnavailable"
+	ReasonPluginFailed         = "PluginFailed"
 )
 
 func setReady(st *v1alpha1.FieldPatchStatus, gen int64, message string) {

@@ -20,6 +20,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/plugins/host"
 )
 
 // Finalizer holds a ManagedWorkload until its objects are pruned or
@@ -41,6 +42,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Gates are read on every reconcile: ServerSideApply picks the path.
 	Gates featuregate.FeatureGate
+	// Plugins runs ignorePlugins; nil when the ExternalPlugins gate is off.
+	Plugins *host.Host
 
 	watches *watch.Watches
 }
@@ -62,6 +65,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.watches = &watch.Watches{Controller: c, Cache: mgr.GetCache(), List: &v1alpha1.ManagedWorkloadList{}, Index: objectIndex}
 	return nil
+}
+
+// checkPlugin resolves an ignorable-paths plugin name.
+func (r *Reconciler) checkPlugin(name string) (ownershipcore.IgnorablePaths, error) {
+	if r.Plugins == nil {
+		return nil, host.ErrDisabled
+	}
+	return r.Plugins.IgnorablePaths(name)
 }
 
 // ManagerName is the field manager of the workload namespace/name.

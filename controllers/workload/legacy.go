@@ -98,13 +98,19 @@ func filterLegacyOps(ops []jsonpatch.Operation) []jsonpatch.Operation {
 }
 
 // applyLegacy creates the object, or patches it when the diff is not
-// empty. It returns the action, the object after the write, and the paths
+// empty; ignoreFor gives the paths to leave out, for the live object (or
+// desired, when there is none). It returns the action, the object after the write, and the paths
 // that still differ after the patch (a loop in the making).
-func (r *Reconciler) applyLegacy(ctx context.Context, desired *unstructured.Unstructured, manager string, ignore *fieldpath.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
+func (r *Reconciler) applyLegacy(ctx context.Context, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldpath.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
 	live, err := r.Applier.Get(ctx, desired)
 	if err != nil {
 		return "", nil, nil, err
 	}
+	subject := live
+	if subject == nil {
+		subject = desired
+	}
+	ignore := ignoreFor(subject)
 	if live == nil {
 		obj, err := r.legacyComparable(desired, ignore)
 		if err != nil {

@@ -52,6 +52,7 @@ type pass struct {
 	prev        map[string]v1alpha1.InventoryEntry
 	prevByIndex map[int]v1alpha1.InventoryEntry
 
+	pluginFailed        bool
 	requeue             time.Duration
 	notConverged        []string
 	created, configured int
@@ -86,6 +87,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWo
 		return ctrl.Result{}, nil
 	}
 	p.ignore = ignore
+	if len(mw.Spec.IgnorePlugins) > 0 {
+		for _, name := range mw.Spec.IgnorePlugins {
+			if _, err := r.checkPlugin(name); err != nil {
+				conditions.SetStalled(&st.Conditions, gen, ReasonPluginUnavailable, fmt.Sprintf("ignorePlugins: %v", err))
+				r.event(mw, nil, corev1.EventTypeWarning, ReasonPluginUnavailable, "ignorePlugins: %v", err)
+				st.ObservedGeneration = gen
+				return ctrl.Result{}, nil
+			}
+		}
+	}
 	p.prev, p.prevByIndex = map[string]v1alpha1.InventoryEntry{}, map[int]v1alpha1.InventoryEntry{}
 	for _, e := range st.Inventory {
 		if k := entryKey(e); k != "" {
@@ -153,6 +164,29 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 	return e
 }
 
+// ignoreFor is the ignore set for one object: spec.ignorePaths and what
+// the ignorePlugins name for obj (the live object, or the intent). A
+// failing plugin adds nothing and is reported once per reconcile.
+func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.Unstructured) *fieldpath.Set {
+	if len(p.mw.Spec.IgnorePlugins) == 0 {
+		return p.ignore
+	}
+	extra, failed, err := r.Plugins.IgnoredPaths(ctx, p.mw.Spec.IgnorePlugins, obj)
+	if err != nil {
+		failed = append(failed, err)
+	}
+	for _, f := range failed {
+		if !p.pluginFailed {
+			r.event(p.mw, obj, corev1.EventTypeWarning, ReasonPluginFailed, "%v; no extra paths ignored", f)
+		}
+		p.pluginFailed = true
+	}
+	if extra == nil {
+		return p.ignore
+	}
+	return p.ignore.Union(extra)
+}
+
 // applySSA applies one object with Server-Side Apply, migrating legacy
 // ownership first.
 func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
@@ -174,8 +208,12 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			return nil
 		}
 	}
+	subject := live
+	if subject == nil {
+		subject = o.intent
+	}
 	res, err := r.Applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
-		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: p.ignore,
+		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: r.ignoreFor(ctx, p, subject),
 	})
 	for _, c := range res.Forced {
 		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
@@ -240,7 +278,9 @@ func (r *Reconciler) drift(p *pass, name string, live, intent *unstructured.Unst
 // applyLegacyObject takes the legacy path for one object.
 func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, applied bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	action, obj, residual, err := r.applyLegacy(ctx, o.intent, p.manager, p.ignore)
+	action, obj, residual, err := r.applyLegacy(ctx, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldpath.Set {
+		return r.ignoreFor(ctx, p, obj)
+	})
 	if err != nil {
 		return classify(name, err)
 	}

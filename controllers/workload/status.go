@@ -10,6 +10,7 @@ const (
 	ReasonObjectsFailed     = "ObjectsFailed"
 	ReasonInvalidIgnorePath = "InvalidIgnorePath"
 	ReasonNotConverged      = "NotConverged"
+	ReasonPluginUnavailable = "PluginUnavailable"
 
 	// Per object.
 	ReasonInvalidObject   = "InvalidObject"
@@ -27,6 +28,7 @@ const (
 	ReasonPruned        = "Pruned"
 	ReasonRelinquished  = "Relinquished"
 	ReasonDeleteFailed  = "DeleteFailed"
+	ReasonPluginFailed  = "PluginFailed"
 )
 
 // Modes of status.mode.

@@ -260,3 +260,48 @@ func (f fallbackStrategy) Resolve(ctx context.Context, obj *unstructured.Unstruc
 	}
 	return f.fallback.Resolve(ctx, obj, manager, conflicts)
 }
+
+// ErrDisabled is returned when an object names a plugin but the manager
+// runs without plugins (the ExternalPlugins gate is off, or no
+// --plugin-config).
+var ErrDisabled = errors.New("plugins are disabled: run the manager with --feature-gates=ExternalPlugins=true and --plugin-config")
+
+// Strategy returns the conflict-strategy plugin name wrapped with
+// WithFallback. A nil Host returns ErrDisabled.
+func (h *Host) Strategy(name string, fallback ownershipcore.ConflictStrategy, onFailure func(error)) (ownershipcore.ConflictStrategy, error) {
+	if h == nil {
+		return nil, ErrDisabled
+	}
+	cs, err := h.ConflictStrategy(name)
+	if err != nil {
+		return nil, err
+	}
+	return WithFallback(cs, fallback, onFailure), nil
+}
+
+// IgnoredPaths unites the paths the ignorable-paths plugins names give for
+// obj. A plugin that fails adds nothing; its error is returned in failed so
+// the caller can report it, and the others still count. A nil Host with
+// names returns ErrDisabled.
+func (h *Host) IgnoredPaths(ctx context.Context, names []string, obj *unstructured.Unstructured) (set *fieldpath.Set, failed []error, err error) {
+	set = fieldpath.NewSet()
+	if len(names) == 0 {
+		return set, nil, nil
+	}
+	if h == nil {
+		return nil, nil, ErrDisabled
+	}
+	for _, name := range names {
+		ip, err := h.IgnorablePaths(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		paths, err := ip.Paths(ctx, obj)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		set = set.Union(paths)
+	}
+	return set, failed, nil
+}
