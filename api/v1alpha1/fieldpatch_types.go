@@ -76,7 +76,7 @@ type TargetReference struct {
 }
 
 // FieldPatchSpec is the intent of a FieldPatch or ClusterFieldPatch.
-// +kubebuilder:validation:XValidation:rule="!has(self.conflictPolicy) || self.conflictPolicy != 'Plugin' || (has(self.conflictPlugin) && self.conflictPlugin != '')",message="conflictPolicy Plugin needs conflictPlugin"
+// +kubebuilder:validation:XValidation:rule="!has(self.conflictPolicy) || self.conflictPolicy != 'Plugin' || (has(self.conflictPlugin) && size(self.conflictPlugin) > 0)",message="conflictPolicy Plugin needs conflictPlugin"
 type FieldPatchSpec struct {
 	// Target is the object to patch. It cannot change once set.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="target is immutable"

@@ -38,7 +38,7 @@ func main() {
 func run() error {
 	var (
 		metricsAddr, probeAddr, localDir, pluginConfig string
-		leaderElect, local               bool
+		leaderElect, local                             bool
 	)
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
