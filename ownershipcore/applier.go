@@ -302,10 +302,33 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 	if err != nil {
 		return nil, err
 	}
-	m, ok := tv.RemoveItems(set).AsValue().Unstructured().(map[string]interface{})
+	removed := tv.RemoveItems(set)
+	// structured-merge-diff leaves a map whose every entry was removed as
+	// null: drop it, so that ignoring the only annotation of an object
+	// ignores it (and "annotations: null" is not applied).
+	emptied := fieldpath.NewSet()
+	set.Iterate(func(p fieldpath.Path) {
+		if len(p) > 1 {
+			emptied.Insert(p[:len(p)-1].Copy())
+		}
+	})
+	m, ok := removed.AsValue().Unstructured().(map[string]interface{})
 	if !ok {
 		return nil, fmt.Errorf("remove fields from %s: not an object", describe(obj))
 	}
+	emptied.Iterate(func(p fieldpath.Path) {
+		var names []string
+		for _, pe := range p {
+			if pe.FieldName == nil {
+				return
+			}
+			names = append(names, *pe.FieldName)
+		}
+		v, found, _ := unstructured.NestedFieldNoCopy(m, names...)
+		if mv, isMap := v.(map[string]interface{}); found && (v == nil || isMap && len(mv) == 0) {
+			unstructured.RemoveNestedField(m, names...)
+		}
+	})
 	out := &unstructured.Unstructured{Object: m}
 	// Identity stays even if a path named it.
 	out.SetGroupVersionKind(obj.GroupVersionKind())

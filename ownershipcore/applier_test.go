@@ -241,3 +241,24 @@ spec:
 		t.Fatalf("diff = %v", got)
 	}
 }
+
+// Removing every entry of a map removes the map (structured-merge-diff
+// alone keeps it), and other entries and fields stay.
+func TestRemoveFieldsEmptiesMaps(t *testing.T) {
+	a, _ := newApplier(t)
+	cm := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: default, annotations: {only: "1"}, labels: {a: "1", b: "2"}}, data: {k: v}}`)
+	set, err := ownershipcore.ParsePathSet([]string{`.metadata.annotations["only"]`, `.metadata.labels["a"]`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.RemoveFields(cm, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(out.Object, "metadata", "annotations"); found {
+		t.Fatalf("annotations left: %v", out.GetAnnotations())
+	}
+	if !reflect.DeepEqual(out.GetLabels(), map[string]string{"b": "2"}) || out.Object["data"] == nil {
+		t.Fatalf("too much removed: %v", out.Object)
+	}
+}

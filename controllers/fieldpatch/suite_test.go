@@ -53,7 +53,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := controllers.Setup(mgr); err != nil {
+	plugins, stopPlugins, err := testkit.ExamplePlugins("yield-to-autoscalers")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stopPlugins()
+	if err := controllers.SetupWith(mgr, controllers.Options{Plugins: plugins}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -127,7 +127,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	mgr.GetWebhookServer().Register(kyvernoPath, &webhook.Admission{Handler: admission.HandlerFunc(mutate)})
-	if err := controllers.Setup(mgr); err != nil {
+	plugins, stopPlugins, err := testkit.ExamplePlugins("ignore-policy-annotations")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stopPlugins()
+	if err := controllers.SetupWith(mgr, controllers.Options{Plugins: plugins}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

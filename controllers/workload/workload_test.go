@@ -351,3 +351,45 @@ func TestSample(t *testing.T) {
 		t.Fatal("the sample's Deployment was not pruned")
 	}
 }
+
+// With ServerSideApply off, the ignore-policy-annotations plugin (a real
+// subprocess) keeps the legacy path off Kyverno's annotation: no loop.
+func TestIgnorePluginStopsLegacyLoop(t *testing.T) {
+	setSSA(t, false)
+	ns := kit.Namespace(t, "kyverno-plugin", "kyverno-test", "true")
+	mw := &v1alpha1.ManagedWorkload{}
+	mw.Name, mw.Namespace = "web", ns
+	mw.Spec.IgnorePlugins = []string{"ignore-policy-annotations"}
+	// The workload sets the webhook's label itself; the annotation is the
+	// plugin's to ignore.
+	mw.Spec.Resources = resources(t, strings.Replace(deploymentYAML("web"), "  labels: {app: web}\n", "  labels: {app: web, team: platform}\n", 1))
+	if err := k8s.Create(context.Background(), mw); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, mw, workload.ReasonApplied)
+	time.Sleep(2 * time.Second)
+	before := objectWrites(ns, "deployments", "web")
+	time.Sleep(12 * time.Second)
+	if n := objectWrites(ns, "deployments", "web") - before; n != 0 {
+		kit.Get(t, mw)
+		t.Fatalf("the legacy path wrote %d times in 12 s despite the plugin: %+v", n, mw.Status.Conditions)
+	}
+	if kit.Live(t, ref("apps/v1", "Deployment", ns, "web")).GetAnnotations()[kyvernoAnnotation] != kyvernoPatches {
+		t.Fatal("the webhook's annotation is gone")
+	}
+	kit.DeleteAndWait(t, mw)
+}
+
+// A workload naming a plugin the manager does not have is stalled.
+func TestUnknownIgnorePlugin(t *testing.T) {
+	ns := kit.Namespace(t, "bad-input")
+	mw := &v1alpha1.ManagedWorkload{}
+	mw.Name, mw.Namespace = "no-such-plugin", ns
+	mw.Spec.IgnorePlugins = []string{"nope"}
+	if err := k8s.Create(context.Background(), mw); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, mw, workload.ReasonPluginUnavailable)
+	kit.HasEvent(t, ns, "no-such-plugin", workload.ReasonPluginUnavailable, `unknown plugin "nope"`)
+	kit.DeleteAndWait(t, mw)
+}

@@ -1,0 +1,54 @@
+package testkit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/fieldops/fieldops/plugins/host"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+// ExamplePlugins builds the example plugins of plugins/examples (by
+// directory name, with their kind: "yield-to-autoscalers" is a
+// ConflictStrategy, "ignore-policy-annotations" IgnorablePaths) into a
+// temporary directory and returns a Host for them, with their real
+// checksums, and a cleanup.
+func ExamplePlugins(names ...string) (*host.Host, func(), error) {
+	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths"}
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "fieldops-example-plugins-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	cfg := &host.Config{}
+	for _, name := range names {
+		bin := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", bin, "./plugins/examples/"+name)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("build plugin %s: %v\n%s", name, err, out)
+		}
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		sum := sha256.Sum256(b)
+		cfg.Plugins = append(cfg.Plugins, host.PluginConfig{Name: name, Path: bin, SHA256: hex.EncodeToString(sum[:]), Kind: kinds[name]})
+	}
+	h, err := host.New(cfg, host.Options{})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return h, func() { h.Close(); cleanup() }, nil
+}
