@@ -68,8 +68,8 @@ test: control-plane ## Run every test (unit and against the local control plane)
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet).
-	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./test/bench/
+bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).
+	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./test/bench/ ./plugins/host/
 
 ##@ Build
 

@@ -59,7 +59,7 @@ func sum(t testing.TB, path string) string {
 
 // newHost writes a config file naming the plugins (name:kind) with their
 // real checksums, loads it, and returns the Host.
-func newHost(t *testing.T, timeout time.Duration, plugins ...string) *host.Host {
+func newHost(t testing.TB, timeout time.Duration, plugins ...string) *host.Host {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("plugins:\n")
