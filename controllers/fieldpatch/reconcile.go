@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -151,9 +152,12 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	if err != nil {
 		return nil, nil, stalled(ReasonPluginUnavailable, "ignorePlugins: %v", err)
 	}
+	pluginFailure := ""
 	for _, f := range failed {
-		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%v; no extra paths ignored", f)
+		pluginFailure = fmt.Sprintf("%v; no extra paths ignored", f)
+		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", pluginFailure)
 	}
+	conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), pluginFailure)
 	ignore = ignore.Union(extra)
 	var intent *unstructured.Unstructured
 	if spec.Type == v1alpha1.PatchTypeApply || spec.Type == "" {
@@ -265,7 +269,9 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 		fallback = strategies[spec.ConflictPluginFallback]
 	}
 	s, err := r.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
-		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%v; conflicts decided by conflictPluginFallback", err)
+		msg := fmt.Sprintf("%v; conflicts decided by conflictPluginFallback", err)
+		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", msg)
+		conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), msg)
 	})
 	if err != nil {
 		return nil, stalled(ReasonPluginUnavailable, "conflictPlugin: %v", err)

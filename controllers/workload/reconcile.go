@@ -52,7 +52,7 @@ type pass struct {
 	prev        map[string]v1alpha1.InventoryEntry
 	prevByIndex map[int]v1alpha1.InventoryEntry
 
-	pluginFailed        bool
+	pluginFailed        string
 	requeue             time.Duration
 	notConverged        []string
 	created, configured int
@@ -176,10 +176,10 @@ func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.U
 		failed = append(failed, err)
 	}
 	for _, f := range failed {
-		if !p.pluginFailed {
+		if p.pluginFailed == "" {
 			r.event(p.mw, obj, corev1.EventTypeWarning, ReasonPluginFailed, "%v; no extra paths ignored", f)
+			p.pluginFailed = fmt.Sprintf("%v; no extra paths ignored", f)
 		}
-		p.pluginFailed = true
 	}
 	if extra == nil {
 		return p.ignore
@@ -341,6 +341,7 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) []v1alpha1.InventoryEnt
 // report sets the counts and conditions and sends the summary event.
 func (r *Reconciler) report(p *pass) {
 	st, gen := &p.mw.Status, p.mw.Generation
+	conditions.SetPluginFailure(&st.Conditions, gen, p.pluginFailed)
 	st.Applied, st.Failed = 0, 0
 	var failures []string
 	stalled := true

@@ -14,7 +14,21 @@ const (
 	Ready       = "Ready"
 	Reconciling = "Reconciling"
 	Stalled     = "Stalled"
+	// PluginFailure is True while a plugin the object names fails and its
+	// fallback is in use (no extra ignored paths, or the fallback conflict
+	// policy). It is not a kstatus condition: the object still reconciles.
+	PluginFailure = "PluginFailure"
 )
+
+// SetPluginFailure sets PluginFailure to True with message, or removes it
+// when message is empty.
+func SetPluginFailure(conds *[]metav1.Condition, gen int64, message string) {
+	if message == "" {
+		meta.RemoveStatusCondition(conds, PluginFailure)
+		return
+	}
+	Set(conds, gen, PluginFailure, metav1.ConditionTrue, "PluginFailed", message)
+}
 
 // SetReady marks the object reconciled and settled: Ready=True with
 // reason, and no Reconciling or Stalled.
