@@ -281,12 +281,15 @@ func (r *Reconciler) reconcile(ctx context.Context, ps *v1alpha1.PodSet) (ctrl.R
 		case None:
 			updated++
 		case MetadataOnly:
-			if _, err := r.apply(ctx, want, manager); err != nil {
+			res, err := r.apply(ctx, want, manager)
+			if err != nil {
 				return r.podFailed(ps, p.Name, err)
 			}
 			updated++
-			metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace).Inc()
-			r.event(ps, p, corev1.EventTypeNormal, ReasonUpdatedInPlace, "applied the template's labels and annotations to pod %s in place", p.Name)
+			if res.Action != ownershipcore.ActionUnchanged { // a stale cache may ask twice
+				metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace).Inc()
+				r.event(ps, p, corev1.EventTypeNormal, ReasonUpdatedInPlace, "applied the template's labels and annotations to pod %s in place", p.Name)
+			}
 		case RequiresRestart:
 			wasReady := ready(p)
 			if wasReady && unavailable >= maxUnavailable {

@@ -53,6 +53,7 @@ func TestLabelsInPlace(t *testing.T) {
 	waitReason(t, ps, podset.ReasonReady)
 	kit.ApplyAs(t, "cost-tool", fmt.Sprintf(`{apiVersion: v1, kind: Pod, metadata: {name: kafka-2, namespace: %s, labels: {cost-center: "4711"}}}`, ns))
 	inPlace := testutil.ToFloat64(metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace))
+	recreate := testutil.ToFloat64(metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeRecreate))
 
 	for _, step := range []struct {
 		what string
@@ -81,8 +82,13 @@ func TestLabelsInPlace(t *testing.T) {
 	if after["kafka-2"].Labels["cost-center"] != "4711" {
 		t.Fatalf("the third party's label is gone: %v", after["kafka-2"].Labels)
 	}
-	if got := testutil.ToFloat64(metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace)) - inPlace; got != 15 {
-		t.Errorf("fieldops_pod_updates_total{mode=in_place} grew by %v, want 15 (5 pods × 3 changes)", got)
+	// 5 pods × 3 changes; a reconcile on a stale cache may apply once more
+	// (a no-op for the apiserver), never fewer.
+	if got := testutil.ToFloat64(metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace)) - inPlace; got < 15 {
+		t.Errorf("fieldops_pod_updates_total{mode=in_place} grew by %v, want at least 15", got)
+	}
+	if got := testutil.ToFloat64(metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeRecreate)) - recreate; got != 0 {
+		t.Errorf("fieldops_pod_updates_total{mode=recreate} grew by %v for label changes, want 0", got)
 	}
 	kit.HasEvent(t, ns, "kafka", podset.ReasonUpdatedInPlace, "kafka-4")
 	if ps.Status.UpdatedReplicas != 5 || ps.Status.ReadyReplicas != 5 || ps.Status.CurrentRevision != ps.Status.UpdateRevision {
