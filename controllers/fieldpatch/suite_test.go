@@ -10,15 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/test/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -34,43 +30,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	cp, err := localcp.Start(localcp.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	restConfig = cp.Config
-	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kit = testkit.Kit{Client: k8s}
-	mcfg := rest.CopyConfig(cp.Config)
-	requests.Wrap(mcfg)
-	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	plugins, stopPlugins, err := testkit.ExamplePlugins("yield-to-autoscalers")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stopPlugins()
-	if err := controllers.SetupWith(mgr, controllers.Options{Plugins: plugins}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	return m.Run()
+	return testkit.RunSuite(m, testkit.SuiteOptions{Writes: requests, Plugins: []string{"yield-to-autoscalers"}}, func(s *testkit.Suite) {
+		restConfig, k8s, kit = s.Config, s.Client, s.Kit
+	})
 }
 
 func obj(t testing.TB, y string) *unstructured.Unstructured { t.Helper(); return testkit.Obj(t, y) }

@@ -54,12 +54,15 @@ func Revision(spec *corev1.PodSpec) string {
 // removals, hence MetadataOnly; keys other managers own never count.
 //
 // The spec is compared by revision: live's RevisionLabel against
-// Revision(desired.Spec), so fields the apiserver or kubelet fill
+// desired's (Revision(desired.Spec) when desired has none), so fields the apiserver or kubelet fill
 // (defaults, nodeName, status) never cause a restart. A live pod without
 // the label (made by someone else) is compared field by field: every field
 // desired sets must have the same value on live.
 func PodDiff(live, desired *corev1.Pod, manager string) (Diff, error) {
-	want := Revision(&desired.Spec)
+	want, ok := desired.Labels[RevisionLabel] // desiredPod sets it
+	if !ok {
+		want = Revision(&desired.Spec)
+	}
 	if got, ok := live.Labels[RevisionLabel]; ok {
 		if got != want {
 			return RequiresRestart, nil

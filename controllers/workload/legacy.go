@@ -47,17 +47,7 @@ func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fiel
 	}
 	delete(out.Object, "status")
 	if ignore != nil && !ignore.Empty() {
-		var err error
-		if out, err = r.Applier.RemoveFields(out, ignore); err != nil {
-			return nil, err
-		}
-	}
-	// An empty map and a missing one are the same to the apiserver; an
-	// ignored annotation must not leave "annotations: {}" to diff against.
-	for _, f := range []string{"labels", "annotations"} {
-		if m, found, _ := unstructured.NestedMap(out.Object, "metadata", f); found && len(m) == 0 {
-			unstructured.RemoveNestedField(out.Object, "metadata", f)
-		}
+		return r.Applier.RemoveFields(out, ignore)
 	}
 	return out, nil
 }

@@ -8,24 +8,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/zap/zapcore"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/test/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
@@ -99,56 +92,15 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	cp, err := localcp.Start(localcp.Options{
-		ExtraCRDPaths: []string{"test/testdata/crds"},
-		Webhooks:      envtest.WebhookInstallOptions{MutatingWebhooks: []*admissionv1.MutatingWebhookConfiguration{kyvernoWebhook()}},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kit = testkit.Kit{Client: k8s}
-	mcfg := rest.CopyConfig(cp.Config)
-	requests.Wrap(mcfg)
-	wo := cp.Env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
-		Scheme:        controllers.Scheme(),
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	mgr.GetWebhookServer().Register(kyvernoPath, &webhook.Admission{Handler: admission.HandlerFunc(mutate)})
-	plugins, stopPlugins, err := testkit.ExamplePlugins("ignore-policy-annotations")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stopPlugins()
-	if err := controllers.SetupWith(mgr, controllers.Options{Plugins: plugins}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
-	code := m.Run()
-	cancel()
-	<-done // before the control plane and its serving certificates go
-	return code
+	return testkit.RunSuite(m, testkit.SuiteOptions{
+		ControlPlane: localcp.Options{
+			ExtraCRDPaths: []string{"test/testdata/crds"},
+			Webhooks:      envtest.WebhookInstallOptions{MutatingWebhooks: []*admissionv1.MutatingWebhookConfiguration{kyvernoWebhook()}},
+		},
+		Webhooks: map[string]admission.Handler{kyvernoPath: admission.HandlerFunc(mutate)},
+		Writes:   requests,
+		Plugins:  []string{"ignore-policy-annotations"},
+	}, func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit })
 }
 
 // setSSA sets the ServerSideApply gate for the rest of the test.

@@ -1,0 +1,101 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+// SuiteOptions shape the environment of RunSuite.
+type SuiteOptions struct {
+	// ControlPlane are the local control plane's options (extra CRDs,
+	// webhook registrations).
+	ControlPlane localcp.Options
+	// Webhooks are admission handlers the manager's webhook server serves,
+	// by path (registered with ControlPlane.Webhooks).
+	Webhooks map[string]admission.Handler
+	// Writes, if set, counts the manager's write requests.
+	Writes *WriteCounter
+	// Plugins are example plugins (ExamplePlugins) the manager runs.
+	Plugins []string
+}
+
+// Suite is what a suite's tests use: the control plane's config and the
+// test's own client.
+type Suite struct {
+	Config *rest.Config
+	Client client.Client
+	Kit    Kit
+}
+
+// RunSuite is a suite's TestMain body: it starts the local control plane
+// and a manager with every fieldops controller, hands the Suite to ready,
+// runs the tests, and stops everything in order (the manager before the
+// control plane and its serving certificates). It returns the exit code.
+func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	cp, err := localcp.Start(opts.ControlPlane)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	c, err := client.New(cp.Config, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return fail(err)
+	}
+	mcfg := rest.CopyConfig(cp.Config)
+	if opts.Writes != nil {
+		opts.Writes.Wrap(mcfg)
+	}
+	mopts := ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
+	if len(opts.Webhooks) > 0 {
+		wo := cp.Env.WebhookInstallOptions
+		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir})
+	}
+	mgr, err := ctrl.NewManager(mcfg, mopts)
+	if err != nil {
+		return fail(err)
+	}
+	for path, h := range opts.Webhooks {
+		mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: h})
+	}
+	var setup controllers.Options
+	if len(opts.Plugins) > 0 {
+		plugins, stop, err := ExamplePlugins(opts.Plugins...)
+		if err != nil {
+			return fail(err)
+		}
+		defer stop()
+		setup.Plugins = plugins
+	}
+	if err := controllers.SetupWith(mgr, setup); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c}})
+	code := m.Run()
+	cancel()
+	<-done
+	return code
+}
