@@ -70,8 +70,41 @@ var (
 		Name: "fieldops_plugin_failures_total",
 		Help: "Failed plugin calls by plugin and reason (start, timeout, exited, malformed, error).",
 	}, []string{"plugin", "reason"})
+
+	// HandBacksTotal counts the steps that give fields back when a
+	// FieldPatch is deleted or a ManagedWorkload drops a shared object:
+	// HandBack (fields moved to their previous owners, values kept) and
+	// Relinquish (the manager's remaining fields removed).
+	HandBacksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fieldops_handbacks_total",
+		Help: "Fields given back on deletion, by controller, object kind and step (HandBack: moved to previous owners; Relinquish: removed).",
+	}, []string{"controller", "kind", "step"})
+
+	// Contested is 1 for each FieldPatch or ClusterFieldPatch whose repairs
+	// are backed off because another field manager keeps taking its fields
+	// back (status.contestedBy); the series is gone when the contest ends.
+	Contested = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fieldops_contested",
+		Help: "1 while a FieldPatch's fields are contested by another field manager, by controller, namespace, name and the contesting manager.",
+	}, []string{"controller", "namespace", "name", "manager"})
 )
 
+// Steps of HandBacksTotal.
+const (
+	StepHandBack   = "HandBack"
+	StepRelinquish = "Relinquish"
+)
+
+// SetContested records whether the object is contested: manager is the
+// contesting field manager, or empty when the object is not contested
+// (or gone), which removes its series.
+func SetContested(controller, namespace, name, manager string) {
+	Contested.DeletePartialMatch(prometheus.Labels{"controller": controller, "namespace": namespace, "name": name})
+	if manager != "" {
+		Contested.WithLabelValues(controller, namespace, name, manager).Set(1)
+	}
+}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal, PluginCallDuration, PluginFailuresTotal)
+	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal, PluginCallDuration, PluginFailuresTotal, HandBacksTotal, Contested)
 }

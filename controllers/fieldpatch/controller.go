@@ -22,6 +22,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -112,8 +113,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	before := obj.DeepCopyObject().(v1alpha1.Patcher)
 	defer func() {
 		if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
+			metrics.SetContested(r.controllerName(), obj.GetNamespace(), obj.GetName(), "")
 			return // gone
 		}
+		metrics.SetContested(r.controllerName(), obj.GetNamespace(), obj.GetName(), obj.PatchStatus().ContestedBy)
 		if err := r.patchStatus(ctx, before, obj); err != nil && !apierrors.IsNotFound(err) {
 			retErr = errors.Join(retErr, err)
 		}
@@ -136,6 +139,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, obj v1alpha1.Patch
 		return nil
 	}
 	return r.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+}
+
+// controllerName is the controller label of the fieldops_ metrics.
+func (r *Reconciler) controllerName() string {
+	if r.Cluster {
+		return metrics.ControllerClusterFieldPatch
+	}
+	return metrics.ControllerFieldPatch
 }
 
 // managerName is the field manager of obj.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -40,6 +41,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 				return r.deleteFailed(obj, err)
 			}
 			if err == nil && !moved.Empty() {
+				metrics.HandBacksTotal.WithLabelValues(r.controllerName(), ref.GetKind(), metrics.StepHandBack).Inc()
 				r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "handed %d fields of %s %s back to their previous owners", len(intentLeaves(moved)), ref.GetKind(), objectName(ref))
 			}
 		}
@@ -48,6 +50,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 			return r.deleteFailed(obj, err)
 		}
 		if err == nil && res.Object != nil && res.Action != ownershipcore.ActionUnchanged {
+			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), ref.GetKind(), metrics.StepRelinquish).Inc()
 			r.event(obj, corev1.EventTypeNormal, ReasonRelinquished, "relinquished the fields of field manager %q on %s %s", manager, ref.GetKind(), objectName(ref))
 		}
 	}

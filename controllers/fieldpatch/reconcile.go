@@ -281,10 +281,7 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 
 // observe records an apply in the fieldops_ metrics.
 func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, drifter string) {
-	controller := metrics.ControllerFieldPatch
-	if r.Cluster {
-		controller = metrics.ControllerClusterFieldPatch
-	}
+	controller := r.controllerName()
 	action := string(res.Action)
 	var conflictErr *ownershipcore.ConflictError
 	switch {

@@ -21,6 +21,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -100,6 +101,7 @@ func (r *Reconciler) removeObject(ctx context.Context, mw *v1alpha1.ManagedWorkl
 	if _, err := r.Applier.Relinquish(ctx, ref, manager); err != nil {
 		return "", err
 	}
+	metrics.HandBacksTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, metrics.StepRelinquish).Inc()
 	why := "prune is off"
 	switch {
 	case len(others) > 0:
