@@ -26,6 +26,13 @@ ETCD := $(LOCALBIN)/etcd
 # envtest reads its binaries from here (test/localcp sets it for tests too).
 export KUBEBUILDER_ASSETS := $(LOCALBIN)
 
+# The operator version and images of `make bundle`, `docker-build` and
+# `bundle-build`; VERSION defaults to the committed bundle's.
+VERSION ?= $(shell sed -n 's/^  version: //p' bundle/manifests/fieldops.clusterserviceversion.yaml)
+IMG ?= fieldops/manager:v$(VERSION)
+BUNDLE_IMG ?= fieldops/fieldops-bundle:v$(VERSION)
+CONTAINER_TOOL ?= docker
+
 GO_TEST_FLAGS ?= -count=1
 BENCH ?= .
 
@@ -83,6 +90,32 @@ plugins: ## Build the example plugins into bin/plugins/ (with their SHA-256 in b
 	go build -o $(LOCALBIN)/plugins/yield-to-autoscalers ./plugins/examples/yield-to-autoscalers
 	go build -o $(LOCALBIN)/plugins/ignore-policy-annotations ./plugins/examples/ignore-policy-annotations
 	cd $(LOCALBIN)/plugins && sha256sum yield-to-autoscalers ignore-policy-annotations > SHA256SUMS
+
+.PHONY: kubectl-fieldops
+kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops (put bin/ on PATH: kubectl fieldops ...).
+	go build -o $(LOCALBIN)/kubectl-fieldops ./cmd/kubectl-fieldops
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG (distroless, non-root).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+##@ Deployment
+
+.PHONY: deploy
+deploy: $(KUSTOMIZE) ## Install fieldops into the current kubeconfig's cluster with image IMG (kustomize).
+	$(KUSTOMIZE) build config/default | sed 's|image: fieldops/manager:latest|image: $(IMG)|' | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove fieldops from the current cluster (delete FieldPatches first: their finalizers hand fields back).
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
+.PHONY: bundle
+bundle: manifests ## Regenerate bundle/ and bundle.Dockerfile from config/: make bundle VERSION=x.y.z [IMG=...].
+	go run ./hack/bundle --version $(VERSION) --image $(IMG)
+
+.PHONY: bundle-build
+bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: run
 run: ## Run the manager against the current kubeconfig.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fieldops/fieldops/controllers"
@@ -37,11 +38,13 @@ func main() {
 
 func run() error {
 	var (
-		metricsAddr, probeAddr, localDir, pluginConfig string
-		leaderElect, local                             bool
+		metricsAddr, probeAddr, localDir, pluginConfig, metricsCertDir string
+		leaderElect, local, metricsSecure                              bool
 	)
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS and let in only callers whose bearer token may GET /metrics (TokenReview and SubjectAccessReview against the apiserver).")
+	fs.StringVar(&metricsCertDir, "metrics-cert-dir", "", "With --metrics-secure: directory holding tls.crt and tls.key; empty serves a self-signed certificate.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
 	fs.BoolVar(&local, "local", false, "Start an embedded local control plane (kube-apiserver and etcd from bin/) and run against it.")
@@ -98,13 +101,27 @@ func run() error {
 			return err
 		}
 	}
-	return runManager(cfg, metricsAddr, probeAddr, leaderElect, plugins)
+	return runManager(cfg, metricsOptions(metricsAddr, metricsSecure, metricsCertDir), probeAddr, leaderElect, plugins)
 }
 
-func runManager(cfg *rest.Config, metricsAddr, probeAddr string, leaderElect bool, plugins *host.Host) error {
+// metricsOptions configures the metrics endpoint. Secure serving follows
+// Kubebuilder's layout: HTTPS, and controller-runtime's
+// filters.WithAuthenticationAndAuthorization, which authenticates the
+// bearer token with a TokenReview and authorizes "get" on the non-resource
+// URL /metrics with a SubjectAccessReview (config/rbac/metrics_*).
+func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: addr, SecureServing: secure}
+	if secure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = certDir
+	}
+	return opts
+}
+
+func runManager(cfg *rest.Config, metrics metricsserver.Options, probeAddr string, leaderElect bool, plugins *host.Host) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 controllers.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "fieldops.dev",

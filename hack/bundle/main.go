@@ -1,0 +1,77 @@
+// Command bundle writes fieldops's OLM bundle from config/ (see
+// internal/bundle.Generate):
+//
+//	go run ./hack/bundle --version 0.1.0 [--image REGISTRY/fieldops:v0.1.0] [--channels alpha]
+//
+// It replaces bundle/manifests, bundle/metadata and bundle/tests and
+// writes bundle.Dockerfile; `make bundle VERSION=x.y.z` runs it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fieldops/fieldops/internal/bundle"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bundle:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o bundle.Options
+	var channels string
+	flag.StringVar(&o.Version, "version", "", "operator version (semver, no leading v); required")
+	flag.StringVar(&o.Image, "image", "", "manager image (default fieldops/manager:v<version>)")
+	flag.StringVar(&channels, "channels", "alpha", "comma-separated OLM channels; the first is the default")
+	flag.Parse()
+	if o.Version == "" {
+		return fmt.Errorf("--version is required, e.g. make bundle VERSION=0.1.0")
+	}
+	o.Version = strings.TrimPrefix(o.Version, "v")
+	o.Channels = strings.Split(channels, ",")
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	o.Root = root
+	files, err := bundle.Generate(o)
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"manifests", "metadata", "tests"} {
+		if err := os.RemoveAll(filepath.Join(root, bundle.BundleDir, d)); err != nil {
+			return err
+		}
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, files[name], 0o644); err != nil {
+			return err
+		}
+		fmt.Println("wrote", name)
+	}
+	if errs := bundle.Validate(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile)); len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintln(os.Stderr, "invalid:", e)
+		}
+		return fmt.Errorf("the bundle written is invalid (%d problems)", len(errs))
+	}
+	return nil
+}
