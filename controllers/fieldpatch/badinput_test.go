@@ -10,7 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // g. Each kind of bad input gets its own reason in status and an event.
@@ -154,4 +157,40 @@ spec:
 		t.Fatalf("Ready = %s %q, contestedBy %q; want Contested naming hpa", c.Reason, c.Message, fp.Status.ContestedBy)
 	}
 	hasEvent(t, ns, "pin", "Contested", "hpa")
+	if v := testutil.ToFloat64(metrics.Contested.WithLabelValues(metrics.ControllerFieldPatch, ns, "pin", "hpa")); v != 1 {
+		t.Errorf("fieldops_contested = %v, want 1", v)
+	}
+	// The series goes with the FieldPatch.
+	deleteAndWait(t, fp)
+	eventually(t, "fieldops_contested series removed", func() (bool, string) {
+		for _, m := range gatherContested(t) {
+			if m == ns+"/pin" {
+				return false, "a series for " + m + " is left"
+			}
+		}
+		return true, ""
+	})
+}
+
+// gatherContested lists namespace/name of every fieldops_contested series.
+func gatherContested(t *testing.T) []string {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range families {
+		if f.GetName() != "fieldops_contested" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out = append(out, l["namespace"]+"/"+l["name"])
+		}
+	}
+	return out
 }

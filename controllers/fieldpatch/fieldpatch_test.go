@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/metrics"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 const daemonSet = `
@@ -133,7 +135,11 @@ spec:
 					t.Fatal(err)
 				}
 			}
+			handBacks := testutil.ToFloat64(metrics.HandBacksTotal.WithLabelValues(metrics.ControllerFieldPatch, "Deployment", metrics.StepHandBack))
 			deleteAndWait(t, fp)
+			if got := testutil.ToFloat64(metrics.HandBacksTotal.WithLabelValues(metrics.ControllerFieldPatch, "Deployment", metrics.StepHandBack)) - handBacks; !interrupted && got < 1 {
+				t.Errorf("fieldops_handbacks_total{step=HandBack} grew by %v, want at least 1", got)
+			}
 
 			l := live(t, d)
 			own = owners(t, l)
