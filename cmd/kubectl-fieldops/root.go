@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/controllers"
+)
+
+// now is the clock owners measures ages with (tests fix it).
+var now = time.Now
+
+// NewCommand is the root command with kubectl's kubeconfig flags
+// (--kubeconfig, --context, -n, --as, ...).
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:           "kubectl-fieldops",
+		Short:         "Field ownership of Kubernetes objects, and the state of fieldops's objects",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(newOwnersCommand(flags, streams, now), newStatusCommand(flags, streams))
+	return root
+}
+
+// newClient is a controller-runtime client on the kubeconfig the flags
+// select, knowing fieldops's kinds.
+func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := flags.ToRESTMapper()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme(), Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return c, nil
+}
+
+// namespace is -n, or the kubeconfig context's namespace.
+func namespace(flags *genericclioptions.ConfigFlags) (string, error) {
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	return ns, err
+}

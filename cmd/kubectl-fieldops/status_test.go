@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+)
+
+func readyCondition(status metav1.ConditionStatus, reason, message string) []metav1.Condition {
+	return []metav1.Condition{{Type: "Ready", Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}}
+}
+
+// create writes obj and then its status (there is no manager in this
+// suite: the statuses are the ones the controllers write, set by hand).
+func create(t *testing.T, obj client.Object, setStatus func()) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	setStatus()
+	if err := k8s.Status().Update(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func patchSpec(target v1alpha1.TargetReference, patch string) v1alpha1.FieldPatchSpec {
+	return v1alpha1.FieldPatchSpec{Target: target, Patch: runtime.RawExtension{Raw: []byte(patch)}}
+}
+
+func TestStatus(t *testing.T) {
+	for _, ns := range []string{"payments", "platform"} {
+		createNamespace(t, ns)
+	}
+	fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "aws-node-proxy", Namespace: "platform"},
+		Spec: patchSpec(v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "aws-node"}, `{"spec":{}}`)}
+	create(t, fp, func() {
+		fp.Status.Conditions = readyCondition(metav1.ConditionTrue, "Applied", "2 fields applied to DaemonSet platform/aws-node")
+		fp.Status.FieldCount = 2
+	})
+	pinned := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "pin-replicas", Namespace: "payments"},
+		Spec: patchSpec(v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, `{"spec":{"replicas":4}}`)}
+	create(t, pinned, func() {
+		pinned.Status.Conditions = readyCondition(metav1.ConditionFalse, "Contested", `field manager "hpa" keeps taking back patched fields; repairs are backed off`)
+		pinned.Status.FieldCount = 1
+		pinned.Status.ContestedBy = "hpa"
+	})
+	cfp := &v1alpha1.ClusterFieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "coredns-safe-to-evict"},
+		Spec: patchSpec(v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "coredns", Namespace: "kube-system"}, `{"spec":{}}`)}
+	create(t, cfp, func() {
+		cfp.Status.Conditions = readyCondition(metav1.ConditionFalse, "Conflict", `1 conflict(s): .spec.template.metadata.annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] owned by "helm" (Apply)`)
+	})
+	mw := &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "payments"}}
+	create(t, mw, func() {
+		mw.Status.Conditions = readyCondition(metav1.ConditionFalse, "ObjectsFailed", "1 of 2 objects failed")
+		mw.Status.Applied, mw.Status.Failed, mw.Status.Mode = 1, 1, "ServerSideApply"
+		mw.Status.Inventory = []v1alpha1.InventoryEntry{
+			{Index: 0, APIVersion: "apps/v1", Kind: "Deployment", Namespace: "payments", Name: "web", Reason: "Conflict", Message: `Deployment payments/web: apply failed with 1 conflict(s): conflict with "kubectl-edit" (Update): .spec.replicas (conflictPolicy Fail)`},
+			{Index: 1, APIVersion: "v1", Kind: "Service", Namespace: "payments", Name: "web", Action: "Unchanged"},
+		}
+	})
+	three := int32(3)
+	ps := &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "kafka", Namespace: "payments"},
+		Spec: v1alpha1.PodSetSpec{Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "kafka"}},
+			Template: v1alpha1.PodSetTemplate{Metadata: v1alpha1.PodSetTemplateMetadata{Labels: map[string]string{"app": "kafka"}}}}}
+	create(t, ps, func() {
+		ps.Status.Conditions = readyCondition(metav1.ConditionFalse, "Progressing", "restarting pods for revision 5d8f")
+		ps.Status.Replicas, ps.Status.ReadyReplicas, ps.Status.UpdatedReplicas = 3, 2, 1
+	})
+	fresh := &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "payments"},
+		Spec: v1alpha1.PodSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "new"}},
+			Template: v1alpha1.PodSetTemplate{Metadata: v1alpha1.PodSetTemplateMetadata{Labels: map[string]string{"app": "new"}}}}}
+	create(t, fresh, func() {})
+
+	for _, c := range []struct {
+		golden string
+		args   []string
+	}{
+		{"status-all.txt", []string{"status", "-A"}},
+		{"status-payments.json", []string{"status", "-n", "payments", "-o", "json"}},
+	} {
+		out, stderr, err := plugin(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", c.args, err, stderr)
+		}
+		golden(t, c.golden, out)
+	}
+
+	createNamespace(t, "empty")
+	out, stderr, err := plugin(t, "status", "-n", "empty")
+	// ClusterFieldPatches are listed in every namespace's view.
+	if err != nil || out == "" {
+		t.Errorf("status -n empty: %v %q %q", err, out, stderr)
+	}
+	if _, _, err := plugin(t, "status", "-o", "yaml"); err == nil || err.Error() != `--output "yaml": want json` {
+		t.Errorf("status -o yaml: %v", err)
+	}
+}
