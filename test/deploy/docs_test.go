@@ -1,0 +1,121 @@
+package deploy
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Every reason a controller can put on a condition or an event is
+// explained in docs/troubleshooting.md.
+func TestTroubleshootingCoversEveryReason(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"controllers/fieldpatch", "controllers/workload", "controllers/podset"} {
+		for _, reason := range reasons(t, filepath.Join(root, pkg)) {
+			if !strings.Contains(string(doc), "`"+reason+"`") {
+				t.Errorf("%s reason %s is not in docs/troubleshooting.md", pkg, reason)
+			}
+		}
+	}
+}
+
+// reasons are the values of the Reason* string constants of a package.
+func reasons(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				vs, ok := n.(*ast.ValueSpec)
+				if !ok {
+					return true
+				}
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Reason") || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						out = append(out, v)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Reason constants in %s", dir)
+	}
+	return out
+}
+
+// Relative links in README.md and docs/ point at files that exist, and
+// their #anchors at headings of those files.
+func TestDocsLinks(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, filepath.Join(root, "README.md"))
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.Contains(target, "://") {
+				continue
+			}
+			path := f
+			if target != "" {
+				path = filepath.Join(filepath.Dir(f), target)
+			}
+			body, err := os.ReadFile(path)
+			if err != nil {
+				if _, serr := os.Stat(path); serr != nil {
+					t.Errorf("%s: link to %s: no such file", rel(f), target)
+				}
+				continue
+			}
+			if anchor != "" && !hasAnchor(string(body), anchor) {
+				t.Errorf("%s: link to %s#%s: no such heading", rel(f), target, anchor)
+			}
+		}
+	}
+}
+
+// hasAnchor: a heading whose GitHub anchor is a.
+func hasAnchor(md, a string) bool {
+	drop := regexp.MustCompile("[^a-z0-9 _-]")
+	for _, line := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		if strings.ReplaceAll(drop.ReplaceAllString(h, ""), " ", "-") == a {
+			return true
+		}
+	}
+	return false
+}
+
+func rel(path string) string {
+	r, err := filepath.Rel(root, path)
+	if err != nil {
+		return path
+	}
+	return r
+}
