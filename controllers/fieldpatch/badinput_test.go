@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // g. Each kind of bad input gets its own reason in status and an event.

@@ -106,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	obj := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			metrics.SetContested(r.controllerName(), req.Namespace, req.Name, "")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

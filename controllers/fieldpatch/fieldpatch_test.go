@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/metrics"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 const daemonSet = `
