@@ -215,9 +215,18 @@ func (b *Bundle) Validate() []error {
 			root string
 			list []Descriptor
 		}{{"spec", d.SpecDescriptors}, {"status", d.StatusDescriptors}} {
+			described := map[string]bool{}
 			for _, desc := range ds.list {
+				described[strings.SplitN(desc.Path, ".", 2)[0]] = true
 				if !schemaHasPath(v.Schema, ds.root+"."+desc.Path) {
 					add("CSV %s %sDescriptor %q is not a field of the CRD's schema", d.Name, ds.root, desc.Path)
+				}
+			}
+			// The scorecard's olm-spec-descriptors and
+			// olm-status-descriptors tests want every field described.
+			for _, field := range topLevelFields(v.Schema, ds.root) {
+				if !described[field] {
+					add("CSV %s has no %sDescriptor for %s.%s", d.Name, ds.root, ds.root, field)
 				}
 			}
 		}
@@ -354,6 +363,20 @@ func servedVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) *
 		}
 	}
 	return nil
+}
+
+// topLevelFields are the property names of root (spec or status) in the
+// schema, sorted.
+func topLevelFields(v *apiextensionsv1.CustomResourceValidation, root string) []string {
+	if v == nil || v.OpenAPIV3Schema == nil {
+		return nil
+	}
+	var out []string
+	for name := range v.OpenAPIV3Schema.Properties[root].Properties {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // schemaHasPath reports whether the dot-separated path names a property

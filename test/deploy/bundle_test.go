@@ -145,6 +145,10 @@ func TestBundleValidateCatches(t *testing.T) {
 		{"descriptor path", func(b *bundle.Bundle) {
 			b.CSV.Spec.CustomResourceDefinitions.Owned[0].SpecDescriptors[0].Path = "nosuchfield"
 		}, `specDescriptor "nosuchfield" is not a field`},
+		{"undescribed field", func(b *bundle.Bundle) {
+			owned := &b.CSV.Spec.CustomResourceDefinitions.Owned[3]
+			owned.StatusDescriptors = owned.StatusDescriptors[1:]
+		}, "has no statusDescriptor for status.conditions"},
 		{"unsupported kind", func(b *bundle.Bundle) {
 			b.Others["x.yaml"] = &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apps/v1", "kind": "DaemonSet"}}
 		}, "OLM does not install DaemonSet"},
