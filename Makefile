@@ -49,7 +49,7 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
-	$(CONTROLLER_GEN) rbac:roleName=fieldops-manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=fieldops-manager-role crd paths="{./api/...,./controllers/...}" output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) $(BUF) $(PROTOC_PLUGINS) ## Generate deepcopy code and the plugin protocol's Go code.
