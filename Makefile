@@ -99,6 +99,18 @@ kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops (put bin
 docker-build: ## Build the manager image IMG (distroless, non-root).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
+.PHONY: run
+run: ## Run the manager against the current kubeconfig.
+	go run ./cmd/manager
+
+.PHONY: run-local
+run-local: control-plane ## Run the manager on an embedded local control plane (no cluster needed).
+	go run ./cmd/manager --local --local-dir=$(LOCALBIN)/local
+
+.PHONY: demo
+demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local control plane, delete the patch, check the hand-back.
+	go run ./test/demo
+
 ##@ Deployment
 
 .PHONY: deploy
@@ -116,18 +128,6 @@ bundle: manifests ## Regenerate bundle/ and bundle.Dockerfile from config/: make
 .PHONY: bundle-build
 bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
-
-.PHONY: run
-run: ## Run the manager against the current kubeconfig.
-	go run ./cmd/manager
-
-.PHONY: run-local
-run-local: control-plane ## Run the manager on an embedded local control plane (no cluster needed).
-	go run ./cmd/manager --local --local-dir=$(LOCALBIN)/local
-
-.PHONY: demo
-demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local control plane, delete the patch, check the hand-back.
-	go run ./test/demo
 
 ##@ Tools
 
