@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	return testkit.RunSuite(m, testkit.SuiteOptions{Writes: requests, Plugins: []string{"yield-to-autoscalers"}}, func(s *testkit.Suite) {
+	return testkit.RunSuite(m, testkit.SuiteOptions{Writes: requests, Plugins: []string{"yield-to-autoscalers", "misbehave"}}, func(s *testkit.Suite) {
 		restConfig, k8s, kit = s.Config, s.Client, s.Kit
 	})
 }

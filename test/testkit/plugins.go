@@ -14,11 +14,14 @@ import (
 
 // ExamplePlugins builds the example plugins of plugins/examples (by
 // directory name, with their kind: "yield-to-autoscalers" is a
-// ConflictStrategy, "ignore-policy-annotations" IgnorablePaths) into a
-// temporary directory and returns a Host for them, with their real
-// checksums, and a cleanup.
+// ConflictStrategy, "ignore-policy-annotations" IgnorablePaths) and the
+// host's test plugin "misbehave" (a ConflictStrategy that breaks the
+// protocol on request, plugins/host/testdata/misbehave) into a temporary
+// directory and returns a Host for them, with their real checksums, and a
+// cleanup.
 func ExamplePlugins(names ...string) (*host.Host, func(), error) {
-	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths"}
+	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths", "misbehave": "ConflictStrategy"}
+	sources := map[string]string{"misbehave": "./plugins/host/testdata/misbehave"}
 	root, err := localcp.ModuleRoot()
 	if err != nil {
 		return nil, nil, err
@@ -31,7 +34,11 @@ func ExamplePlugins(names ...string) (*host.Host, func(), error) {
 	cfg := &host.Config{}
 	for _, name := range names {
 		bin := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-o", bin, "./plugins/examples/"+name)
+		src, ok := sources[name]
+		if !ok {
+			src = "./plugins/examples/" + name
+		}
+		cmd := exec.Command("go", "build", "-o", bin, src)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			cleanup()

@@ -1,8 +1,8 @@
 // Command misbehave is a test plugin that breaks the rules on request, to
 // test the host: as a conflict strategy, the field manager it is asked
-// about picks the behaviour ("sleep": past any timeout; "crash": SIGKILL
-// itself mid-call; "bad-decision": an unknown decision; anything else:
-// force). As ignorable paths it answers a path that does not parse when the
+// about, or else the manager owning a conflicting field, picks the
+// behaviour ("sleep": past any timeout; "crash": SIGKILL itself mid-call;
+// "bad-decision": an unknown decision; anything else: force). As ignorable paths it answers a path that does not parse when the
 // object is named "bad-path". It speaks the wire protocol directly, as a
 // buggy plugin not using the SDK would.
 package main
@@ -28,7 +28,13 @@ type server struct {
 
 func (server) Resolve(ctx context.Context, req *pluginv1.ResolveRequest) (*pluginv1.ResolveResponse, error) {
 	decision := pluginv1.Decision_DECISION_FORCE
-	switch req.GetFieldManager() {
+	behaviour := req.GetFieldManager()
+	for _, c := range req.GetConflicts() {
+		if m := c.GetManager(); m == "sleep" || m == "crash" || m == "bad-decision" {
+			behaviour = m
+		}
+	}
+	switch behaviour {
 	case "sleep":
 		select {
 		case <-time.After(time.Minute):
