@@ -114,14 +114,17 @@ func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, err
 		return nil, err
 	}
 	tv, err := tc.ObjectToTyped(obj, typed.AllowDuplicates)
-	if err != nil && isNoType(err) {
-		// The document may predate the kind (a CRD just installed): re-read once.
+	if isNoType(err) || isUndeclaredField(err) {
+		// The cached document may predate the kind or the field (a CRD
+		// just installed or changed, whose OpenAPI the apiserver
+		// republishes a moment later than the CRD watch event that
+		// invalidates the group): re-read once.
 		s.Invalidate(gvk.GroupVersion())
 		if tc, err = s.TypeConverter(gvk.GroupVersion()); err != nil {
 			return nil, err
 		}
 		tv, err = tc.ObjectToTyped(obj, typed.AllowDuplicates)
-		if err != nil && isNoType(err) {
+		if isNoType(err) {
 			return nil, fmt.Errorf("%s: %w", gvk, ErrUnknownKind)
 		}
 	}
@@ -129,6 +132,12 @@ func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, err
 		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	return tv, nil
+}
+
+// isUndeclaredField: structured-merge-diff's validation error for a field
+// the schema does not have.
+func isUndeclaredField(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "field not declared in schema")
 }
 
 func isNoType(err error) bool {
