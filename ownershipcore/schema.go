@@ -58,8 +58,8 @@ func (s *Schema) Invalidate(gv schema.GroupVersion) {
 // InvalidateGroup forgets every cached schema of group: call it when a
 // CustomResourceDefinition of the group is created, changed or deleted.
 // The apiserver republishes OpenAPI a moment after a CRD changes, so a
-// read right after may still see the old schema; a kind missing from it is
-// re-read on use.
+// read right after may still see the old schema; a kind or a field missing
+// from it is re-read on use (ToTyped).
 func (s *Schema) InvalidateGroup(group string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
