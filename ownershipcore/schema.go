@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,15 +21,23 @@ import (
 // list and map semantics (x-kubernetes-list-type atomic/set/map with
 // x-kubernetes-list-map-keys, x-kubernetes-map-type) are the apiserver's,
 // never guessed. Converters are cached per GroupVersion; Invalidate drops one
-// (call it when a CRD changes), and a kind missing from a cached document
-// triggers one re-read. It is safe for concurrent use.
+// (call it when a CRD changes), and a kind missing from a cached document,
+// or a field missing from one older than rereadAge, triggers one re-read. It is safe for concurrent use.
 type Schema struct {
 	root openapi3.Root
 
 	mu  sync.Mutex
 	tcs map[schema.GroupVersion]managedfields.TypeConverter
 	fms map[schema.GroupVersionKind]*managedfields.FieldManager
+	// read is when each cached converter's document was read.
+	read map[schema.GroupVersion]time.Time
 }
+
+// rereadAge is how old a cached document must be before an undeclared
+// field makes ToTyped read it again, so that a patch with a field the kind
+// really lacks costs at most one OpenAPI read per rereadAge, not one per
+// reconcile.
+const rereadAge = 2 * time.Second
 
 // NewSchema reads OpenAPI v3 through d.
 func NewSchema(d discovery.DiscoveryInterface) *Schema {
@@ -36,6 +45,7 @@ func NewSchema(d discovery.DiscoveryInterface) *Schema {
 		root: openapi3.NewRoot(d.OpenAPIV3()),
 		tcs:  map[schema.GroupVersion]managedfields.TypeConverter{},
 		fms:  map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		read: map[schema.GroupVersion]time.Time{},
 	}
 }
 
@@ -101,6 +111,7 @@ func (s *Schema) TypeConverter(gv schema.GroupVersion) (managedfields.TypeConver
 	}
 	s.mu.Lock()
 	s.tcs[gv] = tc
+	s.read[gv] = time.Now()
 	s.mu.Unlock()
 	return tc, nil
 }
@@ -114,7 +125,7 @@ func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, err
 		return nil, err
 	}
 	tv, err := tc.ObjectToTyped(obj, typed.AllowDuplicates)
-	if isNoType(err) || isUndeclaredField(err) {
+	if isNoType(err) || (isUndeclaredField(err) && s.readBefore(gvk.GroupVersion(), time.Now().Add(-rereadAge))) {
 		// The cached document may predate the kind or the field (a CRD
 		// just installed or changed, whose OpenAPI the apiserver
 		// republishes a moment later than the CRD watch event that
@@ -132,6 +143,13 @@ func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, err
 		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	return tv, nil
+}
+
+// readBefore reports whether the cached document of gv was read before t.
+func (s *Schema) readBefore(gv schema.GroupVersion, t time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read[gv].Before(t)
 }
 
 // isUndeclaredField: structured-merge-diff's validation error for a field

@@ -20,11 +20,10 @@ var now = time.Now
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
-		Use:           "kubectl-fieldops",
-		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fieldops"},
-		Short:         "Field ownership of Kubernetes objects, and the state of fieldops's objects",
-		SilenceUsage:  true,
-		SilenceErrors: false,
+		Use:          "kubectl-fieldops",
+		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fieldops"},
+		Short:        "Field ownership of Kubernetes objects, and the state of fieldops's objects",
+		SilenceUsage: true,
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)

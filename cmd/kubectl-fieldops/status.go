@@ -69,9 +69,6 @@ func (o *statusOptions) run(ctx context.Context) error {
 	if o.output != "" && o.output != "json" {
 		return fmt.Errorf("--output %q: want json", o.output)
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	c, err := newClient(o.flags)
 	if err != nil {
 		return err

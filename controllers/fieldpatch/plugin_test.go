@@ -18,12 +18,11 @@ import (
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
-// Under the yield-to-autoscalers plugin (a real subprocess), a patch
-// contesting spec.replicas with the "hpa" Update manager and the pod
-// template with an Apply manager yields the replicas and forces the rest.
-func TestConflictPluginYieldsToAutoscaler(t *testing.T) {
-	ns := namespace(t, "plugin-yield")
-	applyAs(t, "helm", fmt.Sprintf(`
+// apiDeployment applies the Deployment api as helm, then sets its
+// replicas as the Update manager replicasOwner.
+func apiDeployment(t *testing.T, ns, replicasOwner string, replicas int) *unstructured.Unstructured {
+	t.Helper()
+	d := applyAs(t, "helm", fmt.Sprintf(`
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: api, namespace: %s}
@@ -35,14 +34,19 @@ spec:
     spec:
       containers: [{name: api, image: "api:1.0"}]
 `, ns))
-	d := &unstructured.Unstructured{}
-	d.SetAPIVersion("apps/v1")
-	d.SetKind("Deployment")
-	d.SetNamespace(ns)
-	d.SetName("api")
-	if err := k8s.Patch(context.Background(), d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":7}}`)), client.FieldOwner("hpa")); err != nil {
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := k8s.Patch(context.Background(), d, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(replicasOwner)); err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// Under the yield-to-autoscalers plugin (a real subprocess), a patch
+// contesting spec.replicas with the "hpa" Update manager and the pod
+// template with an Apply manager yields the replicas and forces the rest.
+func TestConflictPluginYieldsToAutoscaler(t *testing.T) {
+	ns := namespace(t, "plugin-yield")
+	d := apiDeployment(t, ns, "hpa", 7)
 	fp := fieldPatch(t, fmt.Sprintf(`
 apiVersion: fieldops.dev/v1alpha1
 kind: FieldPatch
@@ -84,21 +88,7 @@ spec:
 func TestConflictPluginFailureIsReported(t *testing.T) {
 	ns := namespace(t, "plugin-failure")
 	failures := testutil.ToFloat64(metrics.PluginFailuresTotal.WithLabelValues("misbehave", "malformed"))
-	d := applyAs(t, "helm", fmt.Sprintf(`
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api, namespace: %s}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      containers: [{name: api, image: "api:1.0"}]
-`, ns))
-	if err := k8s.Patch(context.Background(), d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`)), client.FieldOwner("bad-decision")); err != nil {
-		t.Fatal(err)
-	}
+	d := apiDeployment(t, ns, "bad-decision", 5)
 	fp := fieldPatch(t, fmt.Sprintf(`
 apiVersion: fieldops.dev/v1alpha1
 kind: FieldPatch
