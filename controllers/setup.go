@@ -58,7 +58,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 		Schema: schema,
 	}
 	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins}
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -35,6 +37,27 @@ type ApplyOptions struct {
 	Conflicts ConflictStrategy
 	// Ignore are fields removed from the intent before anything else.
 	Ignore *fieldpath.Set
+	// UID, when set, makes the apply conditional on the object having this
+	// UID: the request carries metadata.uid, so the apiserver refuses it
+	// when the object was deleted ("uid mismatch", instead of creating it
+	// anew) or replaced. Apply then returns ErrTargetGone. Unset, an apply
+	// to a missing object creates it.
+	UID types.UID
+}
+
+// ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
+// the object with that UID no longer exists: nothing was written.
+var ErrTargetGone = errors.New("the object was deleted or replaced")
+
+// isUIDMismatch reports the apiserver's answer to an apply whose
+// metadata.uid names no existing object (a 409 "uid mismatch") or another
+// object than the one stored (a 409 precondition failure).
+func isUIDMismatch(err error) bool {
+	if !apierrors.IsConflict(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "uid mismatch") || strings.Contains(msg, "Precondition failed: UID")
 }
 
 // Result is what Apply did and why.
@@ -51,6 +74,9 @@ type Result struct {
 	Failed []Conflict
 	// Messages are the strategy's messages, one per resolved conflict.
 	Messages []string
+	// Removed are fields Relinquish removed itself because the apiserver
+	// left them after the empty apply (nil otherwise).
+	Removed *fieldpath.Set
 }
 
 // Applier applies intents with Server-Side Apply. It reads live objects
@@ -70,7 +96,7 @@ type Applier struct {
 	Schema *Schema
 }
 
-func (a *Applier) fresh() client.Reader {
+func (a *Applier) freshReader() client.Reader {
 	if a.APIReader != nil {
 		return a.APIReader
 	}
@@ -96,6 +122,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	if err != nil {
 		return Result{}, err
 	}
+	if opts.UID != "" && (live == nil || live.GetUID() != opts.UID) {
+		return Result{}, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
+	}
 	var res Result
 	force := false
 	// At most twice: conflicts found locally (or by the server, when the
@@ -114,6 +143,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		}
 		if conflictErr == nil {
 			out := intent.DeepCopy()
+			if opts.UID != "" {
+				out.SetUID(opts.UID)
+			}
 			applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
 			if force {
 				applyOpts = append(applyOpts, client.ForceOwnership)
@@ -130,6 +162,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 					res.Action = ActionConfigured
 				}
 				return res, nil
+			}
+			if isUIDMismatch(err) {
+				return res, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
 			}
 			if !apierrors.IsConflict(err) {
 				return res, fmt.Errorf("apply %s: %w", describe(intent), err)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,44 +101,36 @@ func sameEntry(a, b ManagerKey) bool {
 	return a.Operation == metav1.ManagedFieldsOperationApply || a.APIVersion == b.APIVersion
 }
 
+// ReleasePlan computes the managed fields after manager lets fields go
+// without a new owner: its Apply entry (main resource) loses them, no
+// other entry changes, values are untouched. It returns the new entries and
+// the fields released (those of fields manager owned).
+func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (ManagedFields, *fieldpath.Set) {
+	ours := current.Applied(manager)
+	if ours == nil {
+		return current, fieldpath.NewSet()
+	}
+	released := ours.Fields.Intersection(fields)
+	if released.Empty() {
+		return current, released
+	}
+	out := make(ManagedFields, len(current))
+	for i, e := range current {
+		out[i] = Entry{ManagerKey: e.ManagerKey, Time: e.Time, Fields: e.Fields}
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			out[i].Fields = e.Fields.Difference(released)
+		}
+	}
+	return out, released
+}
+
 // HandBack moves every field manager still owns on obj back to the entry
-// that owned it before (HandBackPlan), with one JSON patch of
-// /metadata/managedFields guarded by a test of /metadata/resourceVersion.
-// On a stale resourceVersion it re-reads through APIReader and recomputes; the
-// operation is idempotent, so a retry after a crash hands nothing back
-// twice. obj needs apiVersion, kind, name and namespace. It returns the
-// fields moved. See the SSA docs, "Transferring ownership".
+// that owned it before (HandBackPlan). See editManagedFields for the
+// request, its guards and its retries. It returns the fields moved. See the
+// SSA docs, "Transferring ownership".
 func (a *Applier) HandBack(ctx context.Context, obj *unstructured.Unstructured, manager string, previous ManagedFields) (*fieldpath.Set, error) {
-	var moved *fieldpath.Set
-	err := retry.OnError(retry.DefaultRetry, func(err error) bool {
-		return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
-	}, func() error {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := a.fresh().Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-			return err
-		}
-		current, err := Owners(live)
-		if err != nil {
-			return err
-		}
-		var next ManagedFields
-		next, moved = HandBackPlan(current, manager, previous)
-		if moved.Empty() {
-			return nil
-		}
-		entries, err := next.Encode()
-		if err != nil {
-			return err
-		}
-		patch, err := json.Marshal([]map[string]interface{}{
-			{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
-			{"op": "replace", "path": "/metadata/managedFields", "value": entries},
-		})
-		if err != nil {
-			return err
-		}
-		return a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager))
+	moved, err := a.editManagedFields(ctx, obj, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
+		return HandBackPlan(current, manager, previous)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hand back fields of %s: %w", describe(obj), err)
@@ -144,31 +138,257 @@ func (a *Applier) HandBack(ctx context.Context, obj *unstructured.Unstructured, 
 	return moved, nil
 }
 
+// Release drops fields from manager's Apply entry on obj without giving
+// them to anyone (ReleasePlan): the values stay, unowned, and a later
+// empty apply by manager no longer removes them. This is how a FieldPatch
+// with deletionPolicy Relinquish or Orphan lets go of fields it took. See
+// editManagedFields for the request. It returns the fields released.
+func (a *Applier) Release(ctx context.Context, obj *unstructured.Unstructured, manager string, fields *fieldpath.Set) (*fieldpath.Set, error) {
+	released, err := a.editManagedFields(ctx, obj, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
+		return ReleasePlan(current, manager, fields)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release fields of %s: %w", describe(obj), err)
+	}
+	return released, nil
+}
+
+// editManagedFields rewrites obj's managed fields as plan says, with one
+// JSON patch of /metadata/managedFields guarded by a test of
+// /metadata/resourceVersion (and of /metadata/uid when obj carries a UID,
+// so a replaced object is never edited). On a stale resourceVersion it
+// re-reads through APIReader and recomputes; plans are idempotent, so a
+// retry after a crash moves nothing twice. An empty plan sends nothing.
+// obj needs apiVersion, kind, name and namespace; a missing object is
+// returned as the apiserver's NotFound.
+func (a *Applier) editManagedFields(ctx context.Context, obj *unstructured.Unstructured, manager string, plan func(ManagedFields) (ManagedFields, *fieldpath.Set)) (*fieldpath.Set, error) {
+	var changed *fieldpath.Set
+	err := retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
+	}, func() error {
+		live, err := a.fresh(ctx, obj)
+		if err != nil {
+			return err
+		}
+		current, err := Owners(live)
+		if err != nil {
+			return err
+		}
+		var next ManagedFields
+		next, changed = plan(current)
+		if changed.Empty() {
+			return nil
+		}
+		entries, err := next.Encode()
+		if err != nil {
+			return err
+		}
+		var value interface{} = entries
+		if len(entries) == 0 {
+			// An empty list leaves managedFields as they are; one empty
+			// entry resets them (SSA docs, "Clearing managedFields").
+			value = []map[string]interface{}{{}}
+		}
+		ops := guards(live)
+		ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/managedFields", "value": value})
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		return a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager))
+	})
+	return changed, err
+}
+
+// guards are the JSON patch tests that make a patch apply only to the
+// object as read: same resourceVersion, same UID.
+func guards(live *unstructured.Unstructured) []map[string]interface{} {
+	return []map[string]interface{}{
+		{"op": "test", "path": "/metadata/uid", "value": string(live.GetUID())},
+		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
+	}
+}
+
+// fresh reads obj through APIReader. When obj carries a UID and the live
+// object has another one (it was deleted and recreated), it returns a
+// NotFound: the object fieldops wrote to is gone.
+func (a *Applier) fresh(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := a.freshReader().Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		return nil, err
+	}
+	if uid := obj.GetUID(); uid != "" && live.GetUID() != uid {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: obj.GroupVersionKind().Group, Resource: obj.GetKind()}, obj.GetName())
+	}
+	return live, nil
+}
+
 // Relinquish applies an empty intent under manager: the apiserver removes
 // the fields only manager owned and keeps the shared ones, and manager's
 // Apply entry goes away (SSA docs, "Field management": a field removed from
-// an applied configuration is deleted unless another manager owns it). It
-// sends nothing when manager has no Apply entry on obj, read through
-// APIReader. obj needs
-// apiVersion, kind, name and namespace.
+// an applied configuration is deleted unless another manager owns it).
+// Fields manager took from others and must keep their values are Released
+// or handed back first.
+//
+// The result is checked: the object is read again, and every field only
+// manager owned that the apiserver left (seen with CRDs served in two
+// versions, where an Update entry of the other version keeps unowned list
+// entries) is removed with a patch guarded by resourceVersion and UID;
+// Result.Removed lists them. An entry of manager left after that is an
+// error: success is never claimed that did not happen.
+//
+// It sends nothing when manager has no Apply entry on obj, read through
+// APIReader. obj needs apiVersion, kind, name and namespace; when it
+// carries a UID, an object with another UID is treated as gone (the empty
+// apply carries the UID too, so a deleted object is never recreated).
 func (a *Applier) Relinquish(ctx context.Context, obj *unstructured.Unstructured, manager string) (Result, error) {
-	live, err := a.get(ctx, a.fresh(), obj)
-	if err != nil || live == nil {
-		return Result{Action: ActionUnchanged, Object: live}, err
+	return a.relinquish(ctx, obj, manager, nil)
+}
+
+func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured, manager string, expect *fieldpath.Set) (Result, error) {
+	live, err := a.fresh(ctx, obj)
+	if apierrors.IsNotFound(err) {
+		return Result{Action: ActionUnchanged}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 	}
 	owners, err := Owners(live)
 	if err != nil {
 		return Result{}, err
 	}
-	if owners.Applied(manager) == nil {
+	ours := owners.Applied(manager)
+	if ours == nil {
 		return Result{Action: ActionUnchanged, Object: live}, nil
+	}
+	alone := ours.Fields.Difference(owners.others(manager)).Leaves()
+	if expect != nil {
+		alone = alone.Union(expect)
 	}
 	empty := &unstructured.Unstructured{}
 	empty.SetGroupVersionKind(obj.GroupVersionKind())
 	empty.SetName(obj.GetName())
 	empty.SetNamespace(obj.GetNamespace())
+	empty.SetUID(live.GetUID())
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(empty), client.FieldOwner(manager)); err != nil {
+		if isUIDMismatch(err) || apierrors.IsNotFound(err) {
+			return Result{Action: ActionUnchanged}, nil
+		}
 		return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 	}
-	return Result{Action: ActionConfigured, Object: empty}, nil
+	res := Result{Action: ActionConfigured, Object: empty}
+	removed, after, err := a.removeLeftovers(ctx, obj, live.GetUID(), manager, alone)
+	if err != nil {
+		return res, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+	}
+	res.Removed, res.Object = removed, after
+	return res, nil
+}
+
+// others is the union of the fields of every entry but manager's.
+func (m ManagedFields) others(manager string) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	for _, e := range m {
+		if e.Manager != manager {
+			out = out.Union(e.Fields)
+		}
+	}
+	return out
+}
+
+// removeLeftovers reads the object again and removes the fields of alone
+// that are still there with no owner, then checks that manager has no
+// entry left. It returns the fields removed and the object as last read.
+func (a *Applier) removeLeftovers(ctx context.Context, obj *unstructured.Unstructured, uid types.UID, manager string, alone *fieldpath.Set) (*fieldpath.Set, *unstructured.Unstructured, error) {
+	removed := fieldpath.NewSet()
+	var after *unstructured.Unstructured
+	ref := obj.DeepCopy()
+	ref.SetUID(uid)
+	err := retry.OnError(retry.DefaultRetry, apierrors.IsConflict, func() error {
+		live, err := a.fresh(ctx, ref)
+		if apierrors.IsNotFound(err) {
+			after = nil
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		after = live
+		owners, err := Owners(live)
+		if err != nil {
+			return err
+		}
+		if e := owners.Applied(manager); e != nil && !e.Fields.Empty() {
+			return fmt.Errorf("field manager %q still owns %d fields after an empty apply", manager, len(FormatSet(e.Fields)))
+		}
+		tv, err := a.Schema.ToTyped(live)
+		if err != nil {
+			return err
+		}
+		present, err := tv.ToFieldSet()
+		if err != nil {
+			return err
+		}
+		left := alone.Intersection(present).Difference(owners.others(""))
+		if left.Empty() {
+			return nil
+		}
+		cleaned, err := a.RemoveFields(live, left)
+		if err != nil {
+			return err
+		}
+		ops := guards(live)
+		for _, top := range topPaths(left) {
+			v, found, _ := unstructured.NestedFieldNoCopy(cleaned.Object, top...)
+			ptr := ""
+			for _, n := range top { // a JSON pointer (RFC 6901)
+				ptr += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(n)
+			}
+			if found {
+				ops = append(ops, map[string]interface{}{"op": "replace", "path": ptr, "value": v})
+			} else {
+				ops = append(ops, map[string]interface{}{"op": "remove", "path": ptr})
+			}
+		}
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		if err := a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager)); err != nil {
+			return err
+		}
+		removed = removed.Union(left)
+		after = live
+		return nil
+	})
+	return removed, after, err
+}
+
+// topPaths returns the distinct subtrees, as field names, that hold the
+// paths of set: the top-level field, or the second level under metadata
+// (whose other fields a patch must not rewrite).
+func topPaths(set *fieldpath.Set) [][]string {
+	seen := map[string]bool{}
+	var out [][]string
+	set.Iterate(func(p fieldpath.Path) {
+		var names []string
+		for _, pe := range p {
+			if pe.FieldName == nil {
+				break
+			}
+			names = append(names, *pe.FieldName)
+			if len(names) == 1 && names[0] != "metadata" || len(names) == 2 {
+				break
+			}
+		}
+		if len(names) == 0 || names[0] == "metadata" && len(names) < 2 {
+			return
+		}
+		if k := strings.Join(names, "/"); !seen[k] {
+			seen[k] = true
+			out = append(out, names)
+		}
+	})
+	return out
 }

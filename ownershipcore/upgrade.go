@@ -46,7 +46,7 @@ func NeedsUpgrade(live *unstructured.Unstructured, from []string) bool {
 func (a *Applier) UpgradeManagers(ctx context.Context, obj *unstructured.Unstructured, from []string, to string) (bool, error) {
 	patched := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		live, err := a.get(ctx, a.fresh(), obj)
+		live, err := a.get(ctx, a.freshReader(), obj)
 		if err != nil || live == nil {
 			return err
 		}

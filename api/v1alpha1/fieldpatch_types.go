@@ -42,18 +42,26 @@ const (
 	ConflictPolicyPlugin ConflictPolicy = "Plugin"
 )
 
-// DeletionPolicy says what deleting a FieldPatch does to its target.
-// +kubebuilder:validation:Enum=HandBack;Relinquish
+// DeletionPolicy says what deleting a FieldPatch (or dropping a field from
+// its patch) does to the fields it wrote. No policy ever changes a value
+// that existed before the patch, nor deletes the target.
+// +kubebuilder:validation:Enum=HandBack;Relinquish;Orphan
 type DeletionPolicy string
 
 const (
 	// DeletionPolicyHandBack moves every field the patch took back to the
-	// field manager that owned it before (values stay), then relinquishes
-	// the rest: fields the patch added are removed.
+	// field manager that owned it before (values stay, as the patch left
+	// them), then relinquishes the rest: fields the patch added are
+	// removed.
 	DeletionPolicyHandBack DeletionPolicy = "HandBack"
-	// DeletionPolicyRelinquish only relinquishes: fields only the patch owns
-	// are removed, fields it took from others are left with no owner.
+	// DeletionPolicyRelinquish lets go of the fields the patch took without
+	// giving them to anyone (values stay, unowned), and removes the fields
+	// the patch added.
 	DeletionPolicyRelinquish DeletionPolicy = "Relinquish"
+	// DeletionPolicyOrphan lets go of every field the patch wrote: all
+	// values stay, unowned, the added ones included; only the patch's
+	// managed fields entry goes.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
 )
 
 // TargetReference names the object a FieldPatch changes.
@@ -153,6 +161,14 @@ type PreviousOwner struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	FieldsV1 *metav1.FieldsV1 `json:"fieldsV1"`
+	// SharedFieldsV1 are the Fields the manager still co-owned (a field
+	// applied with the same value is shared, not taken) when fieldops last
+	// looked, in FieldsV1 form. A shared field the manager then lets go
+	// is forgotten: deletion removes it instead of handing it back.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	SharedFieldsV1 *metav1.FieldsV1 `json:"sharedFieldsV1,omitempty"`
 	// Paths lists the same fields in the ownership core's path form, for
 	// people.
 	// +optional
@@ -189,7 +205,8 @@ type FieldPatchStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	RecordedFields *metav1.FieldsV1 `json:"recordedFields,omitempty"`
 	// PreviousOwners are the owners of the patched fields before the first
-	// write; deletion hands each field back to its entry.
+	// write; deletion hands each field back to its entry. An owner that
+	// later removes or lets go of a field is forgotten for it.
 	// +optional
 	PreviousOwners []PreviousOwner `json:"previousOwners,omitempty"`
 	// ContestedBy names the field manager that keeps taking patched fields

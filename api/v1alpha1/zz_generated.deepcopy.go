@@ -527,6 +527,10 @@ func (in *PreviousOwner) DeepCopyInto(out *PreviousOwner) {
 		in, out := &in.FieldsV1, &out.FieldsV1
 		*out = (*in).DeepCopy()
 	}
+	if in.SharedFieldsV1 != nil {
+		in, out := &in.SharedFieldsV1, &out.SharedFieldsV1
+		*out = (*in).DeepCopy()
+	}
 	if in.Paths != nil {
 		in, out := &in.Paths, &out.Paths
 		*out = make([]string, len(*in))

@@ -48,8 +48,11 @@ const transientRetry = 30 * time.Second
 // Reconciler reconciles FieldPatch (Cluster false) or ClusterFieldPatch
 // (Cluster true).
 type Reconciler struct {
-	Client   client.Client
-	Applier  *ownershipcore.Applier
+	Client client.Client
+	// APIReader reads FieldPatches without the cache where a stale copy
+	// would be wrong (the record of previous owners). Nil means Client.
+	APIReader client.Reader
+	Applier   *ownershipcore.Applier
 	Recorder events.EventRecorder
 	Cluster  bool
 	// Plugins runs conflictPlugin and ignorePlugins; nil when the
@@ -57,7 +60,7 @@ type Reconciler struct {
 	Plugins *host.Host
 
 	watches  *watch.Watches
-	contests *contests
+	contests *ownershipcore.Contests
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -70,7 +73,7 @@ func (r *Reconciler) newObject() v1alpha1.Patcher {
 // SetupWithManager registers the controller, its target index, and the
 // on-demand target watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.contests = newContests()
+	r.contests = ownershipcore.NewContests()
 	obj, list := client.Object(&v1alpha1.FieldPatch{}), client.ObjectList(&v1alpha1.FieldPatchList{})
 	name := "fieldpatch"
 	if r.Cluster {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +32,8 @@ var strategies = map[v1alpha1.ConflictPolicy]ownershipcore.ConflictStrategy{
 }
 
 // reconcileNormal applies the patch: resolve the target → build the intent
-// → record previous owners → back off from a contesting manager → apply →
+// → follow and extend the record of previous owners → give back fields
+// that left the patch → back off from a contesting manager → apply →
 // report.
 func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) (ctrl.Result, error) {
 	st, spec, gen := obj.PatchStatus(), obj.PatchSpec(), obj.GetGeneration()
@@ -55,10 +57,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		return r.fail(obj, err)
 	}
 	if live == nil {
-		msg := fmt.Sprintf("target %s %s not found; it is patched when it appears", ref.GetKind(), objectName(ref))
-		setWaiting(st, gen, ReasonTargetNotFound, msg)
-		r.event(obj, corev1.EventTypeWarning, ReasonTargetNotFound, "%s", msg)
-		return ctrl.Result{}, nil
+		return r.targetMissing(obj, ref)
 	}
 	if who, ok := ownedByFieldops(live, manager); ok {
 		return r.fail(obj, stalled(ReasonForbiddenTarget, "target %s %s is managed by fieldops (%s); fieldops does not patch its own objects", ref.GetKind(), objectName(ref), who))
@@ -68,23 +67,41 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	if err := r.recordOwners(ctx, obj, live, intentSet, manager); err != nil {
+	owners, present, err := r.observeTarget(live)
+	if err != nil {
+		return r.fail(obj, err)
+	}
+	ledger, err := readLedger(st, string(live.GetUID()))
+	if err != nil {
+		return r.fail(obj, err)
+	}
+	recordedBefore := ledger.Recorded.Copy()
+	ledger.Follow(owners, present, manager)
+	if ledger, err = r.recordOwners(ctx, obj, ledger, live, owners, present, intentSet, manager); err != nil {
+		return r.fail(obj, err)
+	}
+	if err := r.giveBackDropped(ctx, obj, ref, live, owners, ledger, intentSet, manager); err != nil {
 		return r.fail(obj, err)
 	}
 
-	// Drift on our fields caused by another manager: repair, unless that
-	// manager keeps taking them back, then back off.
-	uid, now := obj.GetUID(), time.Now()
-	drifter := ""
-	if st.LastAppliedTime != nil {
-		if drifter, err = r.drifter(live, intent, manager); err != nil {
+	// Drift on our fields caused by another manager since our last write:
+	// repair, unless that manager keeps taking them back, then back off.
+	// Another fieldops object is never fought: that is a configuration
+	// conflict for people to settle.
+	key, now := string(obj.GetUID()), time.Now()
+	drifter, drifted := "", false
+	if st.LastAppliedTime != nil && st.ObservedGeneration == gen {
+		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager); err != nil {
 			return r.fail(obj, err)
 		}
-		if at := r.contests.next(uid, drifter, now); drifter != "" && !at.IsZero() {
-			msg := fmt.Sprintf("field manager %q keeps taking back patched fields; next repair at %s", drifter, at.UTC().Format(time.RFC3339))
+		if rival, ok := ownershipcore.ParseManager(drifter); ok {
+			return r.contestedByFieldops(obj, ledger, live, drifter, rival)
+		}
+		if at := r.contests.Next(key, drifter, now); drifted && !at.IsZero() {
+			msg := fmt.Sprintf("field manager %s keeps taking back patched fields; next repair at %s", ownershipcore.DescribeManager(drifter), at.UTC().Format(time.RFC3339))
 			st.ContestedBy = drifter
 			setWaiting(st, gen, ReasonContested, msg)
-			return ctrl.Result{RequeueAfter: at.Sub(now)}, nil
+			return ctrl.Result{RequeueAfter: at.Sub(now)}, writeLedger(st, ledger, string(live.GetUID()))
 		}
 	}
 
@@ -92,7 +109,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	res, err := r.Applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy})
+	res, err := r.Applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID()})
 	r.observe(ref.GetKind(), res, err, drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
@@ -100,7 +117,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		msg := describeConflicts(conflictErr.Conflicts)
 		setStalled(st, gen, ReasonConflict, msg)
 		r.event(obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, writeLedger(st, ledger, string(live.GetUID()))
+	case errors.Is(err, ownershipcore.ErrTargetGone):
+		return r.targetMissing(obj, ref)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
 		return r.fail(obj, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err})
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
@@ -110,26 +129,39 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	log.FromContext(ctx).V(1).Info("applied", "action", res.Action, "target", objectName(ref), "forced", len(res.Forced), "yielded", len(res.Yielded))
 
+	requeue := time.Duration(0)
 	if res.Action == ownershipcore.ActionConfigured || res.Action == ownershipcore.ActionCreated {
 		st.LastAppliedTime = &metav1.Time{Time: now}
-		if drifter != "" {
-			if n := r.contests.repaired(uid, drifter, now); n >= 2 {
-				r.event(obj, corev1.EventTypeWarning, ReasonContested, "field manager %q took patched fields back %d times; repairs are backed off", drifter, n)
-			} else {
-				r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %q", drifter)
-			}
-		} else {
+		switch {
+		case drifter != "" && r.contests.Repaired(key, drifter, now) >= 2:
+			r.event(obj, corev1.EventTypeWarning, ReasonContested, "field manager %s took patched fields back again; repairs are backed off", ownershipcore.DescribeManager(drifter))
+			requeue = ownershipcore.ContestBase // see whether the repair holds
+		case drifted && drifter != "":
+			r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %s", ownershipcore.DescribeManager(drifter))
+		case drifted:
+			r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
+		default:
 			r.event(obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(intentLeaves(intentSet)), ref.GetKind(), objectName(ref))
 		}
+	} else if d := r.contests.Settle(key, now); d > 0 {
+		requeue = d
+	}
+	if res.Object != nil {
+		if after, err := ownershipcore.Owners(res.Object); err == nil {
+			ledger.Observe(after)
+		}
+	}
+	if err := writeLedger(st, ledger, string(live.GetUID())); err != nil {
+		return r.fail(obj, err)
 	}
 	if err := r.reportFields(st, res.Object, manager); err != nil {
 		return r.fail(obj, err)
 	}
 	st.ObservedGeneration = gen
-	if c := r.contests.current(uid, now); c != "" {
+	if c := r.contests.Current(key, now); c != "" {
 		st.ContestedBy = c
-		setWaiting(st, gen, ReasonContested, fmt.Sprintf("field manager %q keeps taking back patched fields; repairs are backed off", c))
-		return ctrl.Result{}, nil
+		setWaiting(st, gen, ReasonContested, fmt.Sprintf("field manager %s keeps taking back patched fields; repairs are backed off", ownershipcore.DescribeManager(c)))
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	st.ContestedBy = ""
 	msg := fmt.Sprintf("%d fields applied to %s %s", st.FieldCount, ref.GetKind(), objectName(ref))
@@ -137,7 +169,102 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		msg += "; yielded " + describeConflicts(res.Yielded)
 	}
 	setReady(st, gen, msg)
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// targetMissing reports a target that does not exist (or was replaced
+// while we wrote): nothing is written, and the target's watch brings the
+// patch back when it appears.
+func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstructured) (ctrl.Result, error) {
+	msg := fmt.Sprintf("target %s %s not found; it is patched when it appears", ref.GetKind(), objectName(ref))
+	if c := meta.FindStatusCondition(obj.PatchStatus().Conditions, ConditionReady); c == nil || c.Reason != ReasonTargetNotFound {
+		r.event(obj, corev1.EventTypeWarning, ReasonTargetNotFound, "%s", msg)
+	}
+	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonTargetNotFound, msg)
 	return ctrl.Result{}, nil
+}
+
+// contestedByFieldops reports that another fieldops object took patched
+// fields: no repair (two fieldops objects would otherwise write in turn
+// forever); the patch waits until that object lets the fields go (it is
+// deleted and hands them back, or its patch changes), which the target's
+// watch brings here.
+func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, manager string, rival ownershipcore.FieldopsObject) (ctrl.Result, error) {
+	st, gen := obj.PatchStatus(), obj.GetGeneration()
+	msg := fmt.Sprintf("%s (field manager %q) took patched fields; fieldops objects do not fight each other: change or delete one of them", rival, manager)
+	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || c.Reason != ReasonContested || st.ContestedBy != manager {
+		r.event(obj, corev1.EventTypeWarning, ReasonContested, "%s", msg)
+	}
+	st.ContestedBy = manager
+	setWaiting(st, gen, ReasonContested, msg)
+	return ctrl.Result{}, writeLedger(st, ledger, string(live.GetUID()))
+}
+
+// observeTarget returns the target's managed fields and the set of fields
+// it holds.
+func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipcore.ManagedFields, *fieldpath.Set, error) {
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	present, err := r.Applier.FieldSet(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	return owners, present, nil
+}
+
+// giveBackDropped gives back the fields the patch took from others that
+// its intent no longer sets (an edit dropped them), exactly as deletion
+// would: HandBack moves them to their previous owners, Relinquish and
+// Orphan release them without an owner; values stay. Without this the
+// next apply would remove them. Under Orphan, dropped added fields are
+// released too. The ledger forgets what was given back.
+func (r *Reconciler) giveBackDropped(ctx context.Context, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldpath.Set, manager string) error {
+	ours := owners.Applied(manager)
+	if ours == nil {
+		return nil
+	}
+	policy := obj.PatchSpec().DeletionPolicy
+	dropped := ours.Fields.Difference(intentSet)
+	if policy != v1alpha1.DeletionPolicyOrphan {
+		dropped = dropped.Intersection(ledger.Taken())
+	}
+	if dropped.Leaves().Empty() {
+		return nil
+	}
+	target := ref.DeepCopy()
+	target.SetUID(live.GetUID())
+	var given *fieldpath.Set
+	var err error
+	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
+		given, err = r.Applier.HandBack(ctx, target, manager, ledger.Previous(dropped))
+	} else {
+		given, err = r.Applier.Release(ctx, target, manager, dropped)
+	}
+	if err != nil {
+		return err
+	}
+	ledger.Forget(dropped)
+	if !given.Empty() {
+		r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(intentLeaves(given)), policyOrDefault(policy), strings.Join(firstN(intentLeaves(given), 5), ", "))
+	}
+	return nil
+}
+
+func policyOrDefault(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {
+	if p == "" {
+		return v1alpha1.DeletionPolicyHandBack
+	}
+	return p
+}
+
+// firstN returns at most n items, with a count of the rest.
+func firstN(items []string, n int) []string {
+	if len(items) <= n {
+		return items
+	}
+	return append(append([]string{}, items[:n]...), fmt.Sprintf("and %d more", len(items)-n))
 }
 
 // intent builds the apply intent for the patch type, without ignorePaths,
@@ -184,59 +311,28 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	return intent, set, nil
 }
 
-// recordOwners records, before the first write to them, the managers that
-// own fields of the intent, and persists that at once: a crash after the
-// write must not lose who to hand the fields back to.
-func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, intentSet *fieldpath.Set, manager string) error {
-	st := obj.PatchStatus()
-	snapshot := obj.DeepCopyObject().(v1alpha1.Patcher)
-	recorded, err := ownershipcore.DecodeFields(st.RecordedFields)
-	if err != nil {
-		return err
-	}
-	previous, err := decodeOwners(st.PreviousOwners)
-	if err != nil {
-		return err
-	}
-	if st.TargetUID != string(live.GetUID()) {
-		recorded, previous = fieldpath.NewSet(), nil
-	}
-	fresh := intentSet.Difference(recorded)
-	if fresh.Empty() && st.TargetUID == string(live.GetUID()) {
-		return nil
-	}
-	owners, err := ownershipcore.PreviousOwners(live, fresh, manager)
-	if err != nil {
-		return err
-	}
-	if st.PreviousOwners, err = encodeOwners(ownershipcore.MergeOwners(previous, owners)); err != nil {
-		return err
-	}
-	if st.RecordedFields, err = ownershipcore.EncodeFields(recorded.Union(fresh)); err != nil {
-		return err
-	}
-	st.TargetUID = string(live.GetUID())
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(snapshot)); err != nil {
-		return fmt.Errorf("record previous owners: %w", err)
-	}
-	return nil
-}
-
-// drifter returns the manager that now owns a patched field whose value
-// drifted from the intent, or "" when there is no such drift.
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, manager string) (string, error) {
+// drifter reports drift on fields (intent fields this patch wrote
+// before): whether a field's live value differs from the intent, and the
+// manager that owns a drifted field now (empty when the field was removed
+// and nobody owns it). Fields the patch has not written yet are never
+// drift: taking them is an apply, and nobody is blamed for it.
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldpath.Set, manager string) (string, bool, error) {
 	drift, err := r.Applier.OwnedDiff(live, intent, manager)
-	if err != nil || drift.Empty() {
-		return "", err
+	if err != nil {
+		return "", false, err
+	}
+	drift = drift.Intersection(fields)
+	if drift.Empty() {
+		return "", false, nil
 	}
 	owners, err := ownershipcore.Owners(live)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if managers := owners.OwnersOf(drift, manager).Managers(); len(managers) > 0 {
-		return managers[0], nil
+		return managers[0], true, nil
 	}
-	return "", nil
+	return "", true, nil
 }
 
 // reportFields writes the fields manager owns on obj into status.
@@ -341,33 +437,3 @@ func typeOrApply(t v1alpha1.PatchType) v1alpha1.PatchType {
 	return t
 }
 
-// decodeOwners reads status.previousOwners into managed fields entries.
-func decodeOwners(in []v1alpha1.PreviousOwner) (ownershipcore.ManagedFields, error) {
-	out := make(ownershipcore.ManagedFields, 0, len(in))
-	for _, p := range in {
-		set, err := ownershipcore.DecodeFields(p.FieldsV1)
-		if err != nil {
-			return nil, fmt.Errorf("status.previousOwners[%q]: %w", p.Manager, err)
-		}
-		out = append(out, ownershipcore.Entry{
-			ManagerKey: ownershipcore.ManagerKey{Manager: p.Manager, Operation: p.Operation, APIVersion: p.APIVersion, Subresource: p.Subresource},
-			Fields:     set,
-		})
-	}
-	return out, nil
-}
-
-func encodeOwners(in ownershipcore.ManagedFields) ([]v1alpha1.PreviousOwner, error) {
-	out := make([]v1alpha1.PreviousOwner, 0, len(in))
-	for _, e := range in {
-		f, err := ownershipcore.EncodeFields(e.Fields)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v1alpha1.PreviousOwner{
-			Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource,
-			FieldsV1: f, Paths: ownershipcore.FormatSet(e.Fields),
-		})
-	}
-	return out, nil
-}

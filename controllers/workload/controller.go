@@ -45,7 +45,8 @@ type Reconciler struct {
 	// Plugins runs ignorePlugins; nil when the ExternalPlugins gate is off.
 	Plugins *host.Host
 
-	watches *watch.Watches
+	watches  *watch.Watches
+	contests *ownershipcore.Contests
 }
 
 // SetupWithManager registers the controller, its object index and the
@@ -63,6 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	r.contests = ownershipcore.NewContests()
 	r.watches = &watch.Watches{Controller: c, Cache: mgr.GetCache(), List: &v1alpha1.ManagedWorkloadList{}, Index: objectIndex}
 	return nil
 }

@@ -212,8 +212,26 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	if subject == nil {
 		subject = o.intent
 	}
+	ignore := r.ignoreFor(ctx, p, subject)
+	// Drift since our last apply, caused by another manager: repair it,
+	// unless that manager keeps taking the fields back (then back off), or
+	// is another fieldops object (then never: report it).
+	key, now := string(p.mw.UID)+"/"+o.key, time.Now()
+	drifter, drifted := "", false
+	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.mw.Status.ObservedGeneration == p.mw.Generation {
+		drifter, drifted = r.drifter(live, o.intent, ignore, p.manager)
+		if rival, ok := ownershipcore.ParseManager(drifter); ok {
+			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
+			return objErr(ReasonContested, false, "%s: %s (field manager %q) took fields of this workload; fieldops objects do not fight each other: change or delete one of them", name, rival, drifter)
+		}
+		if at := r.contests.Next(key, drifter, now); drifted && !at.IsZero() {
+			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
+			p.after(at.Sub(now))
+			return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", name, drifter, at.UTC().Format(time.RFC3339))
+		}
+	}
 	res, err := r.Applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
-		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: r.ignoreFor(ctx, p, subject),
+		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: ignore,
 	})
 	for _, c := range res.Forced {
 		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
@@ -244,16 +262,49 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
-		// The spec did not change since the last apply, so another actor
-		// changed fields this workload owns.
-		// (After a migration the first apply trims the defaults the
-		// legacy Update entry owned: not drift.)
-		if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.mw.Status.ObservedGeneration == p.mw.Generation {
+		// Drift (seen before the apply, only when the spec did not change
+		// and not right after a migration) was repaired.
+		if drifted {
 			r.drift(p, name, live, o.intent)
+			if drifter != "" && r.contests.Repaired(key, drifter, now) >= 2 {
+				p.after(ownershipcore.ContestBase) // see whether the repair holds
+				return objErr(ReasonContested, false, "%s: field manager %q took fields of this workload back again; repairs are backed off", name, drifter)
+			}
+		}
+	default:
+		if d := r.contests.Settle(key, now); d > 0 {
+			p.after(d)
+			if c := r.contests.Current(key, now); c != "" {
+				return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; repairs are backed off", name, c)
+			}
 		}
 	}
 	log.FromContext(ctx).V(1).Info("applied", "object", name, "action", res.Action, "forced", len(res.Forced))
 	return nil
+}
+
+// drifter reports whether fields this workload owns on live drifted from
+// the intent (without ignore), and the manager that owns a drifted field
+// now (empty when it was removed and nobody owns it).
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, ignore *fieldpath.Set, manager string) (string, bool) {
+	if ignore != nil && !ignore.Empty() {
+		var err error
+		if intent, err = r.Applier.RemoveFields(intent, ignore); err != nil {
+			return "", false
+		}
+	}
+	diff, err := r.Applier.OwnedDiff(live, intent, manager)
+	if err != nil || diff.Empty() {
+		return "", false
+	}
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return "", true
+	}
+	if who := owners.OwnersOf(diff, manager).Managers(); len(who) > 0 {
+		return who[0], true
+	}
+	return "", true
 }
 
 // drift counts and reports a repair of owned fields.
@@ -344,11 +395,14 @@ func (r *Reconciler) report(p *pass) {
 	conditions.SetPluginFailure(&st.Conditions, gen, p.pluginFailed)
 	st.Applied, st.Failed = 0, 0
 	var failures []string
-	stalled := true
+	stalled, contested := true, 0
 	for _, e := range st.Inventory {
 		if e.Reason == "" {
 			st.Applied++
 			continue
+		}
+		if e.Reason == ReasonContested {
+			contested++
 		}
 		st.Failed++
 		failures = append(failures, fmt.Sprintf("%s: %s", e.Reason, e.Message))
@@ -360,6 +414,8 @@ func (r *Reconciler) report(p *pass) {
 		r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created, %d configured", st.Applied, st.Mode, p.created, p.configured)
 	}
 	switch {
+	case st.Failed > 0 && contested == st.Failed:
+		conditions.SetWaiting(&st.Conditions, gen, ReasonContested, fmt.Sprintf("%d of %d objects contested: %s", contested, len(st.Inventory), strings.Join(failures, "; ")))
 	case st.Failed > 0:
 		msg := fmt.Sprintf("%d of %d objects failed: %s", st.Failed, len(st.Inventory), strings.Join(failures, "; "))
 		if stalled {

@@ -20,6 +20,10 @@ const (
 	ReasonConflict        = "Conflict"
 	ReasonApplyFailed     = "ApplyFailed"
 	ReasonPruneFailed     = "PruneFailed"
+	// ReasonContested: another field manager keeps taking back fields of
+	// the object (repairs are backed off), or another fieldops object took
+	// them (no repair: fieldops objects never fight each other).
+	ReasonContested = "Contested"
 
 	// Events only.
 	ReasonCreated       = "Created"

@@ -1,0 +1,109 @@
+package ownershipcore
+
+import (
+	"sync"
+	"time"
+)
+
+// Contest backoff: the first repair of a field another manager changed is
+// immediate; when the same manager takes our fields again within
+// ContestWindow, each further repair waits ContestBase·2^(n-1), up to
+// ContestMax. A manager retaking a field every second thus sees repairs at
+// 0 s, 5 s, 15 s, 35 s, 75 s, …: bounded writes, never a loop. A contest
+// ends when a repair holds for ContestBase (Contests.Settle).
+const (
+	ContestBase   = 5 * time.Second
+	ContestMax    = 10 * time.Minute
+	ContestWindow = 15 * time.Minute
+)
+
+// Contests remembers, per key (one object a fieldops object writes to, for
+// example "<fieldops UID>/<target key>"), which field manager last took
+// its fields back and how often, and decides when the next repair may be
+// written. Memory only: a restart costs at most one write per key. Times
+// are passed in, so callers and tests choose the clock. It is safe for
+// concurrent use.
+type Contests struct {
+	mu sync.Mutex
+	m  map[string]*contest
+}
+
+type contest struct {
+	manager string
+	repairs int
+	last    time.Time
+}
+
+// NewContests returns an empty tracker.
+func NewContests() *Contests { return &Contests{m: map[string]*contest{}} }
+
+// Next says when a repair of drift caused by manager may be written: the
+// zero time means now. It records nothing.
+func (c *Contests) Next(key, manager string, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.m[key]
+	if !ok || ct.manager != manager || now.Sub(ct.last) > ContestWindow || ct.repairs == 0 {
+		return time.Time{}
+	}
+	delay := ContestBase << (ct.repairs - 1)
+	if delay > ContestMax || delay <= 0 {
+		delay = ContestMax
+	}
+	if at := ct.last.Add(delay); at.After(now) {
+		return at
+	}
+	return time.Time{}
+}
+
+// Repaired records a repair of drift caused by manager and returns how many
+// repairs in a row that manager has caused (2 or more is a contest).
+func (c *Contests) Repaired(key, manager string, now time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.m[key]
+	if !ok || ct.manager != manager || now.Sub(ct.last) > ContestWindow {
+		ct = &contest{manager: manager}
+		c.m[key] = ct
+	}
+	ct.repairs++
+	ct.last = now
+	return ct.repairs
+}
+
+// Current returns the contesting manager of key while the contest lasts
+// (two or more repairs, the last within ContestWindow), else "".
+func (c *Contests) Current(key string, now time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ct, ok := c.m[key]; ok && ct.repairs >= 2 && now.Sub(ct.last) <= ContestWindow {
+		return ct.manager
+	}
+	return ""
+}
+
+// Settle is called when key's fields hold (no drift): once the last repair
+// is at least ContestBase old, the contest is over and forgotten, and
+// Settle returns 0. Otherwise it returns how long until the repair counts
+// as held, so the caller can look again then; 0 also when there is no
+// contest.
+func (c *Contests) Settle(key string, now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.m[key]
+	if !ok {
+		return 0
+	}
+	if held := now.Sub(ct.last); held < ContestBase {
+		return ContestBase - held
+	}
+	delete(c.m, key)
+	return 0
+}
+
+// Forget drops key.
+func (c *Contests) Forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}

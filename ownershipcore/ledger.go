@@ -1,0 +1,177 @@
+package ownershipcore
+
+import (
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// LedgerEntry is one previous owner: a managed fields entry of the target
+// as it stood just before fieldops first wrote the fields, restricted to
+// those fields.
+type LedgerEntry struct {
+	ManagerKey
+	// Fields the entry owned that fieldops then wrote.
+	Fields *fieldpath.Set
+	// Shared are the Fields the entry still co-owned when fieldops last
+	// looked (a field applied with the same value is shared, not taken).
+	// Losing one of them while fieldops did not write is the owner letting
+	// it go.
+	Shared *fieldpath.Set
+}
+
+// Ledger is the record a fieldops object keeps of the fields it writes on
+// one target: who owned each before the first write (so that deletion can
+// hand it back), and which intent fields were looked at. It follows the
+// apiserver: a previous owner that lets a field go (removes it, or stops
+// co-owning it) is forgotten for that field, which from then on counts as
+// added by fieldops and leaves at deletion instead of going back to an
+// owner that gave it up. Its methods are pure.
+type Ledger struct {
+	Entries []LedgerEntry
+	// Recorded are the intent fields whose previous owners were recorded.
+	Recorded *fieldpath.Set
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger { return &Ledger{Recorded: fieldpath.NewSet()} }
+
+// Record records, for every field of intent not recorded yet, the entries
+// of owners (other than manager) that own it: call it with the live object's
+// managed fields before the first write of those fields. It reports
+// whether the ledger changed.
+func (l *Ledger) Record(owners ManagedFields, intent *fieldpath.Set, manager string) bool {
+	fresh := intent.Difference(l.Recorded)
+	if fresh.Empty() {
+		return false
+	}
+	// Nothing counts as shared before our write: Observe says what the
+	// write left shared.
+	for _, e := range owners.OwnersOf(fresh, manager) {
+		l.add(e.ManagerKey, e.Fields, fieldpath.NewSet())
+	}
+	l.Recorded = l.Recorded.Union(fresh)
+	return true
+}
+
+func (l *Ledger) add(key ManagerKey, fields, shared *fieldpath.Set) {
+	for i := range l.Entries {
+		if sameEntry(l.Entries[i].ManagerKey, key) {
+			l.Entries[i].Fields = l.Entries[i].Fields.Union(fields)
+			l.Entries[i].Shared = l.Entries[i].Shared.Union(shared)
+			return
+		}
+	}
+	l.Entries = append(l.Entries, LedgerEntry{ManagerKey: key, Fields: fields.Copy(), Shared: shared.Copy()})
+}
+
+// Follow brings the ledger up to date with the target as it is now, given
+// its managed fields (owners) and the set of fields it holds (present, the
+// typed object's field set), before manager writes again:
+//
+//   - a recorded field the object no longer holds was removed: no previous
+//     owner keeps it;
+//   - a field an entry co-owned when last seen, that it no longer owns while
+//     manager still does, was let go by that owner (an empty apply, or an
+//     apply without it): the entry forgets it.
+//
+// It then notes which fields each entry co-owns now (Observe) and returns
+// the fields forgotten.
+func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager string) *fieldpath.Set {
+	forgotten := fieldpath.NewSet()
+	present = withParents(present)
+	ours := fieldpath.NewSet()
+	if e := owners.Applied(manager); e != nil {
+		ours = e.Fields
+	}
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		gone := e.Fields.Difference(present)
+		letGo := e.Shared.Difference(ownedBy(owners, e.ManagerKey)).Intersection(ours)
+		drop := gone.Union(letGo)
+		if !drop.Empty() {
+			e.Fields = e.Fields.Difference(drop)
+			forgotten = forgotten.Union(drop)
+		}
+	}
+	l.Recorded = l.Recorded.Difference(l.Recorded.Difference(present))
+	l.compact()
+	l.Observe(owners)
+	return forgotten
+}
+
+// Observe notes which recorded fields each entry co-owns in owners: call it
+// with the managed fields right after manager's own write, so that the
+// fields that write took are not mistaken for fields let go.
+func (l *Ledger) Observe(owners ManagedFields) {
+	for i := range l.Entries {
+		l.Entries[i].Shared = l.Entries[i].Fields.Intersection(ownedBy(owners, l.Entries[i].ManagerKey))
+	}
+}
+
+// ownedBy is the field set of the entry of owners with key, or empty.
+func ownedBy(owners ManagedFields, key ManagerKey) *fieldpath.Set {
+	for _, e := range owners {
+		if sameEntry(e.ManagerKey, key) {
+			return e.Fields
+		}
+	}
+	return fieldpath.NewSet()
+}
+
+// Forget drops fields from every entry and from Recorded: they were handed
+// back or released, and a later write of them is recorded afresh.
+func (l *Ledger) Forget(fields *fieldpath.Set) {
+	for i := range l.Entries {
+		l.Entries[i].Fields = l.Entries[i].Fields.Difference(fields)
+		l.Entries[i].Shared = l.Entries[i].Shared.Difference(fields)
+	}
+	l.Recorded = l.Recorded.Difference(fields)
+	l.compact()
+}
+
+func (l *Ledger) compact() {
+	out := l.Entries[:0]
+	for _, e := range l.Entries {
+		if !e.Fields.Empty() {
+			out = append(out, e)
+		}
+	}
+	l.Entries = out
+}
+
+// Taken is every field some previous owner owned: the fields that go back
+// (HandBack) or stay without an owner (Release) rather than leave.
+func (l *Ledger) Taken() *fieldpath.Set {
+	out := fieldpath.NewSet()
+	for _, e := range l.Entries {
+		out = out.Union(e.Fields)
+	}
+	return out
+}
+
+// Previous returns the entries as managed fields, restricted to fields
+// (all when fields is nil), for HandBack.
+func (l *Ledger) Previous(fields *fieldpath.Set) ManagedFields {
+	var out ManagedFields
+	for _, e := range l.Entries {
+		f := e.Fields
+		if fields != nil {
+			f = f.Intersection(fields)
+		}
+		if !f.Empty() {
+			out = append(out, Entry{ManagerKey: e.ManagerKey, Fields: f})
+		}
+	}
+	return out
+}
+
+// withParents is set with every prefix of its paths: a map or list that
+// holds a member is present too.
+func withParents(set *fieldpath.Set) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	set.Iterate(func(p fieldpath.Path) {
+		for i := 1; i <= len(p); i++ {
+			out.Insert(p[:i].Copy())
+		}
+	})
+	return out
+}

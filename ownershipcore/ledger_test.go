@@ -1,0 +1,205 @@
+package ownershipcore_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// set builds a field set from paths in the core's path form.
+func set(t *testing.T, paths ...string) *fieldpath.Set {
+	t.Helper()
+	s, err := ownershipcore.ParsePathSet(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func entry(t *testing.T, manager string, op metav1.ManagedFieldsOperationType, paths ...string) ownershipcore.Entry {
+	return ownershipcore.Entry{ManagerKey: ownershipcore.ManagerKey{Manager: manager, Operation: op, APIVersion: "v1"}, Fields: set(t, paths...)}
+}
+
+const (
+	apply  = metav1.ManagedFieldsOperationApply
+	update = metav1.ManagedFieldsOperationUpdate
+)
+
+func paths(l *ownershipcore.Ledger) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range l.Entries {
+		out[e.Manager] = ownershipcore.FormatSet(e.Fields)
+	}
+	return out
+}
+
+// The ledger follows the apiserver: a step is one observation of the
+// target's managed fields and field set after some operation.
+func TestLedgerFollowsOwners(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// before the first write: the owners, and the intent.
+		owners ownershipcore.ManagedFields
+		intent []string
+		// after the write: the owners fieldops saw (Observe).
+		written ownershipcore.ManagedFields
+		// later: owners and present fields (Follow).
+		later   ownershipcore.ManagedFields
+		present []string
+		want    map[string][]string
+	}{{
+		name:    "taken by force, still held: kept",
+		owners:  ownershipcore.ManagedFields{entry(t, "ops", update, ".data.mode", ".data.b")},
+		intent:  []string{".data.mode"},
+		written: ownershipcore.ManagedFields{entry(t, "ops", update, ".data.b"), entry(t, "fp", apply, ".data.mode")},
+		later:   ownershipcore.ManagedFields{entry(t, "ops", update, ".data.b"), entry(t, "fp", apply, ".data.mode")},
+		present: []string{".data.mode", ".data.b"},
+		want:    map[string][]string{"ops": {".data.mode"}},
+	}, {
+		name:    "taken, then the owner removed it (JSON patch remove): forgotten",
+		owners:  ownershipcore.ManagedFields{entry(t, "ops", update, ".data.mode", ".data.b")},
+		intent:  []string{".data.mode"},
+		written: ownershipcore.ManagedFields{entry(t, "ops", update, ".data.b"), entry(t, "fp", apply, ".data.mode")},
+		later:   ownershipcore.ManagedFields{entry(t, "ops", update, ".data.b")},
+		present: []string{".data.b"},
+		want:    map[string][]string{},
+	}, {
+		name:    "shared (same value), then the owner relinquished it: forgotten",
+		owners:  ownershipcore.ManagedFields{entry(t, "argocd", apply, ".spec.selector.app", ".spec.type")},
+		intent:  []string{".spec.selector.app"},
+		written: ownershipcore.ManagedFields{entry(t, "argocd", apply, ".spec.selector.app", ".spec.type"), entry(t, "fp", apply, ".spec.selector.app")},
+		later:   ownershipcore.ManagedFields{entry(t, "argocd", apply, ".spec.type"), entry(t, "fp", apply, ".spec.selector.app")},
+		present: []string{".spec.selector.app", ".spec.type"},
+		want:    map[string][]string{},
+	}, {
+		name:    "shared, then the owner took it back with another value: kept (a contest, not a release)",
+		owners:  ownershipcore.ManagedFields{entry(t, "hpa", update, ".spec.replicas")},
+		intent:  []string{".spec.replicas"},
+		written: ownershipcore.ManagedFields{entry(t, "hpa", update, ".spec.replicas"), entry(t, "fp", apply, ".spec.replicas")},
+		later:   ownershipcore.ManagedFields{entry(t, "hpa", update, ".spec.replicas")},
+		present: []string{".spec.replicas"},
+		want:    map[string][]string{"hpa": {".spec.replicas"}},
+	}, {
+		name:    "added field (no owner before): nothing recorded",
+		owners:  ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.a")},
+		intent:  []string{".data.x"},
+		written: ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.a"), entry(t, "fp", apply, ".data.x")},
+		later:   ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.a"), entry(t, "fp", apply, ".data.x")},
+		present: []string{".data.a", ".data.x"},
+		want:    map[string][]string{},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ownershipcore.NewLedger()
+			if !l.Record(tc.owners, set(t, tc.intent...), "fp") {
+				t.Fatal("Record recorded nothing")
+			}
+			if l.Record(tc.owners, set(t, tc.intent...), "fp") {
+				t.Fatal("a second Record of the same intent changed the ledger")
+			}
+			l.Observe(tc.written)
+			l.Follow(tc.later, set(t, tc.present...), "fp")
+			if got := paths(l); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ledger = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLedgerForgetAndPrevious(t *testing.T) {
+	l := ownershipcore.NewLedger()
+	l.Record(ownershipcore.ManagedFields{entry(t, "base", apply, ".data.a"), entry(t, "hpa", update, ".data.h")}, set(t, ".data.a", ".data.h", ".data.x"), "fp")
+	if got := ownershipcore.FormatSet(l.Taken()); !reflect.DeepEqual(got, []string{".data.a", ".data.h"}) {
+		t.Fatalf("Taken = %v", got)
+	}
+	prev := l.Previous(set(t, ".data.h"))
+	if len(prev) != 1 || prev[0].Manager != "hpa" {
+		t.Fatalf("Previous(.data.h) = %v", prev)
+	}
+	l.Forget(set(t, ".data.h"))
+	if got := paths(l); !reflect.DeepEqual(got, map[string][]string{"base": {".data.a"}}) {
+		t.Fatalf("after Forget: %v", got)
+	}
+	if got := ownershipcore.FormatSet(l.Recorded); !reflect.DeepEqual(got, []string{".data.a", ".data.x"}) {
+		t.Fatalf("recorded after Forget = %v", got)
+	}
+}
+
+func TestReleasePlan(t *testing.T) {
+	current := ownershipcore.ManagedFields{entry(t, "base", apply, ".data.b"), entry(t, "fp", apply, ".data.a", ".data.x")}
+	next, released := ownershipcore.ReleasePlan(current, "fp", set(t, ".data.a", ".data.b"))
+	if got := ownershipcore.FormatSet(released); !reflect.DeepEqual(got, []string{".data.a"}) {
+		t.Fatalf("released %v, want only what fp owned", got)
+	}
+	if got := ownershipcore.FormatSet(next.Applied("fp").Fields); !reflect.DeepEqual(got, []string{".data.x"}) {
+		t.Fatalf("fp keeps %v", got)
+	}
+	if got := ownershipcore.FormatSet(next.Applied("base").Fields); !reflect.DeepEqual(got, []string{".data.b"}) {
+		t.Fatalf("base changed: %v", got)
+	}
+	if _, r := ownershipcore.ReleasePlan(current, "nobody", set(t, ".data.a")); !r.Empty() {
+		t.Fatal("a manager without an entry released fields")
+	}
+}
+
+func TestParseManager(t *testing.T) {
+	long := ownershipcore.ManagerName("fieldops-fieldpatch", "ns", string(make([]byte, 200)))
+	for _, tc := range []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{"fieldops-fieldpatch/team-a/pin", "FieldPatch team-a/pin", true},
+		{"fieldops-clusterfieldpatch/dns", "ClusterFieldPatch dns", true},
+		{"fieldops-workload/shop/web", "ManagedWorkload shop/web", true},
+		{"fieldops-podset/kafka/broker", "PodSet kafka/broker", true},
+		{long, "FieldPatch", true},
+		{"fieldops-unknown/x", "", false},
+		{"helm", "", false},
+		{"kubectl-client-side-apply", "", false},
+	} {
+		got, ok := ownershipcore.ParseManager(tc.in)
+		if ok != tc.ok || ok && got.String() != tc.want {
+			t.Errorf("ParseManager(%q) = %v %v, want %q %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// The contest tracker, on an injected clock: a manager retaking a field
+// every second is repaired at 0 s, 5 s, 15 s, 35 s; a repair that holds
+// for ContestBase ends the contest.
+func TestContests(t *testing.T) {
+	c := ownershipcore.NewContests()
+	t0 := time.Unix(0, 0)
+	var repairs []time.Duration
+	for s := 0; s < 60; s++ {
+		now := t0.Add(time.Duration(s) * time.Second)
+		if c.Next("k", "hpa", now).IsZero() {
+			c.Repaired("k", "hpa", now)
+			repairs = append(repairs, now.Sub(t0))
+		}
+	}
+	if want := []time.Duration{0, 5 * time.Second, 15 * time.Second, 35 * time.Second}; !reflect.DeepEqual(repairs, want) {
+		t.Fatalf("repairs at %v, want %v", repairs, want)
+	}
+	last := t0.Add(35 * time.Second)
+	if c.Current("k", last) != "hpa" {
+		t.Fatal("not contested after 4 repairs")
+	}
+	if d := c.Settle("k", last.Add(time.Second)); d != ownershipcore.ContestBase-time.Second {
+		t.Fatalf("Settle 1 s after the repair = %v", d)
+	}
+	if d := c.Settle("k", last.Add(ownershipcore.ContestBase)); d != 0 || c.Current("k", last.Add(ownershipcore.ContestBase)) != "" {
+		t.Fatal("a repair that held for ContestBase did not end the contest")
+	}
+	if !c.Next("k", "hpa", last.Add(ownershipcore.ContestBase)).IsZero() {
+		t.Fatal("after the contest the next repair is not immediate")
+	}
+	if c.Repaired("k", "other", last) != 1 {
+		t.Fatal("another manager continued the count")
+	}
+}
