@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +60,9 @@ type Reconciler struct {
 	// ExternalPlugins gate is off.
 	Plugins *host.Host
 
-	watches  *watch.Watches
-	contests *ownershipcore.Contests
+	watches      *watch.Watches
+	contests     *ownershipcore.Contests
+	contestsOnce sync.Once
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -73,7 +75,7 @@ func (r *Reconciler) newObject() v1alpha1.Patcher {
 // SetupWithManager registers the controller, its target index, and the
 // on-demand target watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.contests = ownershipcore.NewContests()
+	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContests() })
 	obj, list := client.Object(&v1alpha1.FieldPatch{}), client.ObjectList(&v1alpha1.FieldPatchList{})
 	name := "fieldpatch"
 	if r.Cluster {
@@ -106,6 +108,7 @@ const targetIndex = "fieldops.dev/target"
 // Reconcile: get → delete or finalizer → reconcile → status written once,
 // in the defer.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContests() })
 	obj := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {

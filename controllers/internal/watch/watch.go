@@ -42,7 +42,11 @@ type Watches struct {
 
 // Ensure watches gvk unless it is watched already. Events on an object are
 // mapped to every List item whose Index holds the object's Key.
+// A nil *Watches watches nothing (a reconciler driven directly, in tests).
 func (w *Watches) Ensure(gvk schema.GroupVersionKind) error {
+	if w == nil {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started[gvk] {
