@@ -54,8 +54,8 @@ type Reconciler struct {
 	// would be wrong (the record of previous owners). Nil means Client.
 	APIReader client.Reader
 	Applier   *ownershipcore.Applier
-	Recorder events.EventRecorder
-	Cluster  bool
+	Recorder  events.EventRecorder
+	Cluster   bool
 	// Plugins runs conflictPlugin and ignorePlugins; nil when the
 	// ExternalPlugins gate is off.
 	Plugins *host.Host

@@ -436,4 +436,3 @@ func typeOrApply(t v1alpha1.PatchType) v1alpha1.PatchType {
 	}
 	return t
 }
-
