@@ -258,15 +258,17 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 
 // strategy is the conflict strategy of the patch: a built-in policy, or
 // the plugin conflictPlugin with conflictPluginFallback (Fail by default)
-// when it fails, the failure reported as a PluginFailed event.
+// when it fails, the failure reported as a PluginFailed event. A policy or
+// fallback it does not know (which admission refuses) is an InvalidPatch
+// error, never a nil strategy.
 func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrategy, error) {
 	spec := obj.PatchSpec()
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		return strategies[spec.ConflictPolicy], nil
+		return builtinStrategy(spec.ConflictPolicy)
 	}
-	fallback := strategies[v1alpha1.ConflictPolicyFail]
-	if spec.ConflictPluginFallback != "" {
-		fallback = strategies[spec.ConflictPluginFallback]
+	fallback, err := fallbackStrategy(spec.ConflictPluginFallback)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
 		msg := fmt.Sprintf("%v; conflicts decided by conflictPluginFallback", err)
