@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -46,7 +47,8 @@ var serverFields = map[string]string{
 
 const (
 	removalsNote  = "removals cannot be owned or handed back with Server-Side Apply, so a FieldPatch does not remove fields"
-	nullsNote     = "the FieldPatch API drops null values from spec.patch, so a null meant to remove a field arrives as nothing; " + removalsNote
+	nullsNote     = "a null asks for the field's removal (RFC 7386), and clients such as kubectl apply drop nulls from spec.patch, so it may arrive as nothing at all; " + removalsNote
+	nullNote      = "a null asks for the field's removal (RFC 7386), and " + removalsNote
 	statusNote    = "fieldops writes the main resource only, where the apiserver ignores status (it belongs to the object's controller, through the status subresource)"
 	emptyObjNote  = "an empty object sets no field: " + nullsNote + " (an empty object is accepted only for a struct field of a list item, such as a volume's emptyDir: {})"
 	identityParts = "apiVersion, kind, metadata.name and metadata.namespace"
@@ -62,9 +64,10 @@ const (
 //   - a write of status or of a metadata field the apiserver sets
 //     (managedFields, uid, resourceVersion, creationTimestamp, generation,
 //     selfLink, deletionTimestamp, deletionGracePeriodSeconds);
-//   - an empty object, which is what a null (a removal, RFC 7386) becomes
-//     once the FieldPatch CRD has stored it, except for a struct field of a
-//     list item (emptyDir: {}), which sch recognizes;
+//   - a null, which asks for a removal (RFC 7386; also in a JSON add or
+//     replace value), and an empty object, which is what such a null
+//     becomes when a client (kubectl apply) drops it, except for a struct
+//     field of a list item (emptyDir: {}), which sch recognizes;
 //   - for JSON (RFC 6902): an operation list that does not decode, an
 //     unknown op, an add/replace/test without a value, a remove or a move
 //     (removals cannot be owned, see the SSA docs on field management), a
@@ -131,7 +134,8 @@ func (v *objectValidator) walk(path []string, val interface{}, inList bool) erro
 			}
 			return fmt.Errorf("%s is an empty object: %s", dotted(path), emptyObjNote)
 		}
-		for k, sub := range val {
+		for _, k := range sortedKeys(val) {
+			sub := val[k]
 			p := append(append([]string(nil), path...), k)
 			if err := forbiddenWrite(p, dotted); err != nil {
 				return err
@@ -156,6 +160,8 @@ func (v *objectValidator) walk(path []string, val interface{}, inList bool) erro
 				return err
 			}
 		}
+	case nil:
+		return fmt.Errorf("%s is null: %s", dotted(path), nullNote)
 	default:
 		v.leaves++
 	}
@@ -280,12 +286,12 @@ func checkValue(path []string, val interface{}, sch schemaInfo) error {
 				}
 				return fmt.Errorf("%s is an empty object: %s", pointer(p), emptyObjNote)
 			}
-			for k, sub := range val {
+			for _, k := range sortedKeys(val) {
 				q := append(append([]string(nil), p...), k)
 				if err := forbiddenWrite(q, pointer); err != nil {
 					return err
 				}
-				if err := walk(q, sub, inList); err != nil {
+				if err := walk(q, val[k], inList); err != nil {
 					return err
 				}
 			}
@@ -295,10 +301,21 @@ func checkValue(path []string, val interface{}, sch schemaInfo) error {
 					return err
 				}
 			}
+		case nil:
+			return fmt.Errorf("%s is null: %s", pointer(p), nullNote)
 		}
 		return nil
 	}
 	return walk(path, val, inList)
+}
+
+func sortedKeys(m map[string]interface{}) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // isListPosition reports whether a JSON pointer token can name a list

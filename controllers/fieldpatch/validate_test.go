@@ -109,8 +109,14 @@ func TestValidatePatch(t *testing.T) {
 		{name: "merge managedFields null", typ: "Merge", patch: `{metadata: {managedFields: null}}`, want: ".metadata.managedFields is the apiserver's record"},
 		{name: "apply uid", typ: "Apply", patch: `{metadata: {uid: x, labels: {a: b}}}`, want: ".metadata.uid is set by the apiserver"},
 
-		// Nulls the CRD pruned: empty objects.
-		{name: "merge data null, pruned", typ: "Merge", patch: `{data: {}}`, want: ".data is an empty object: an empty object sets no field: the FieldPatch API drops null values"},
+		// Nulls: removals, as they arrive or once a client dropped them.
+		{name: "merge data null", typ: "Merge", patch: `{data: {a: null}}`, want: ".data.a is null: a null asks for the field's removal (RFC 7386), and removals cannot be owned"},
+		{name: "apply label null", typ: "Apply", patch: `{metadata: {labels: {a: null, b: c}}}`, want: ".metadata.labels.a is null"},
+		{name: "smp null in a list item", typ: "StrategicMerge", patch: `{spec: {template: {spec: {containers: [{name: app, image: null}]}}}}`, want: ".spec.template.spec.containers[0].image is null"},
+		{name: "json null value", typ: "JSON", patch: `[{op: replace, path: /data/a, value: null}]`, want: "op 1 (replace /data/a): /data/a is null"},
+		{name: "json null inside a value", typ: "JSON", patch: `[{op: add, path: /metadata/labels, value: {a: null}}]`, want: "/metadata/labels/a is null"},
+		{name: "json test of null", typ: "JSON", patch: `[{op: test, path: /data/a, value: null}, {op: add, path: /data/a, value: "1"}]`},
+		{name: "merge data null, dropped", typ: "Merge", patch: `{data: {}}`, want: ".data is an empty object: an empty object sets no field: a null asks for the field's removal (RFC 7386), and clients such as kubectl apply drop nulls"},
 		{name: "merge label null, pruned", typ: "Merge", patch: `{metadata: {labels: {}}}`, want: ".metadata.labels is an empty object"},
 		{name: "managedFields null, pruned", typ: "Merge", patch: `{metadata: {}}`, want: ".metadata is an empty object"},
 		{name: "struct outside a list", typ: "Apply", patch: `{spec: {strategy: {}}}`, want: ".spec.strategy is an empty object"},
@@ -118,7 +124,7 @@ func TestValidatePatch(t *testing.T) {
 		{name: "emptyDir without schema", typ: "Apply", patch: `{spec: {template: {spec: {volumes: [{name: s, emptyDir: {}}]}}}}`, nilSchema: true, want: "emptyDir is an empty object"},
 		{name: "json empty value", typ: "JSON", patch: `[{op: add, path: /data, value: {}}]`, want: "/data is an empty object"},
 		{name: "json nested empty", typ: "JSON", patch: `[{op: add, path: /metadata/labels, value: {a: b, c: {}}}]`, want: "/metadata/labels/c is an empty object"},
-		{name: "json null value, pruned", typ: "JSON", patch: `[{op: add, path: /data/a}]`, want: "op 1 (add /data/a): the operation has no value: the FieldPatch API drops null values"},
+		{name: "json null value, dropped", typ: "JSON", patch: `[{op: add, path: /data/a}]`, want: "op 1 (add /data/a): the operation has no value: a null asks for the field's removal"},
 
 		// Removals.
 		{name: "json remove", typ: "JSON", patch: `[{op: remove, path: /metadata/labels/a}]`, want: "op 1 (remove /metadata/labels/a): the patch removes a field"},
