@@ -42,6 +42,25 @@ const (
 	ConflictPolicyPlugin ConflictPolicy = "Plugin"
 )
 
+// ConflictFallbackPolicy decides every conflict when a conflict-strategy
+// plugin fails: the built-in policies only, never Plugin again (a type of
+// its own, because kubebuilder takes the enum of a field's type over the
+// field's own marker).
+// +kubebuilder:validation:Enum=Force;Fail;Yield
+type ConflictFallbackPolicy string
+
+const (
+	// ConflictFallbackForce forces every conflicting field, as
+	// ConflictPolicyForce.
+	ConflictFallbackForce ConflictFallbackPolicy = "Force"
+	// ConflictFallbackFail writes nothing and reports the conflicts, as
+	// ConflictPolicyFail. It is the default.
+	ConflictFallbackFail ConflictFallbackPolicy = "Fail"
+	// ConflictFallbackYield leaves the conflicting fields to their owners,
+	// as ConflictPolicyYield.
+	ConflictFallbackYield ConflictFallbackPolicy = "Yield"
+)
+
 // DeletionPolicy says what deleting a FieldPatch (or dropping a field from
 // its patch) does to the fields it wrote. No policy ever changes a value
 // that existed before the patch, nor deletes the target.
@@ -64,21 +83,39 @@ const (
 	DeletionPolicyOrphan DeletionPolicy = "Orphan"
 )
 
-// TargetReference names the object a FieldPatch changes.
+// TargetReference names the object a FieldPatch changes. Admission refuses
+// a reference the apiserver could never serve (a name that is not a valid
+// path segment, a namespace that is not a DNS-1123 label, a malformed
+// apiVersion or kind), so that no FieldPatch exists whose target requests
+// fail forever.
 type TargetReference struct {
-	// APIVersion of the target, e.g. "apps/v1".
+	// APIVersion of the target, e.g. "apps/v1" or "v1": an optional group
+	// (a DNS-1123 subdomain) and "/", then a version (a DNS-1035 label).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$`
 	APIVersion string `json:"apiVersion"`
-	// Kind of the target, e.g. "DaemonSet".
+	// Kind of the target, e.g. "DaemonSet": a letter, then letters,
+	// digits or "-" (a DNS-1035 label once lower-cased, as the apiserver
+	// requires of a CRD's kind).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$`
 	Kind string `json:"kind"`
-	// Name of the target.
+	// Name of the target: at most 253 characters, not "." or "..", and
+	// without "/" or "%" (the apiserver's rule for any object name, which
+	// is a path segment of its URL).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="name may not be '.' or '..'"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/') && !self.contains('%')",message="name may not contain '/' or '%'"
 	Name string `json:"name"`
-	// Namespace of the target. A FieldPatch may only target its own
-	// namespace (empty means its own); a ClusterFieldPatch names the
-	// namespace of a namespaced target and leaves it empty for a
+	// Namespace of the target, a DNS-1123 label. A FieldPatch may only
+	// target its own namespace (empty means its own); a ClusterFieldPatch
+	// names the namespace of a namespaced target and leaves it empty for a
 	// cluster-scoped one.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 }
@@ -117,10 +154,9 @@ type FieldPatchSpec struct {
 
 	// ConflictPluginFallback decides every conflict when the plugin fails
 	// (does not start, times out, dies, or answers malformed): Force, Fail
-	// (default) or Yield.
-	// +kubebuilder:validation:Enum=Force;Fail;Yield
+	// (default) or Yield. Plugin is refused at admission.
 	// +optional
-	ConflictPluginFallback ConflictPolicy `json:"conflictPluginFallback,omitempty"`
+	ConflictPluginFallback ConflictFallbackPolicy `json:"conflictPluginFallback,omitempty"`
 
 	// IgnorePlugins name ignorable-paths plugins whose paths are left out of
 	// the intent like ignorePaths. A failing plugin adds no paths.

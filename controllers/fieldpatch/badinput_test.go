@@ -20,6 +20,7 @@ import (
 func TestBadInput(t *testing.T) {
 	ns := namespace(t, "fp-g")
 	applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
+	applyAs(t, "helm", fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: %s, labels: {tier: web}}, data: {a: "1", b: "2"}}`, ns))
 	for _, tc := range []struct {
 		name, target, typ, patch, reason, note string
 	}{
@@ -32,6 +33,30 @@ func TestBadInput(t *testing.T) {
 		{name: "cluster-scoped", target: `{apiVersion: v1, kind: Namespace, name: default}`, patch: `{metadata: {labels: {a: b}}}`, reason: "InvalidTarget", note: "ClusterFieldPatch"},
 		{name: "bad-ignore-path", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `{spec: {replicas: 2}}`, reason: "InvalidIgnorePath", note: "ignorePaths"},
 		{name: "removal", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: remove, path: /spec/template/metadata/labels/app}]`, reason: "InvalidPatch", note: "removes"},
+		{name: "json-move", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: move, from: /metadata/labels/app, path: /metadata/labels/name}]`, reason: "InvalidPatch", note: "move removes its source /metadata/labels/app"},
+		// Issue 15, defect 13: inputs that were silently ignored.
+		{name: "apply-status", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `{status: {replicas: 3}}`, reason: "InvalidPatch", note: "patches of status are not supported"},
+		{name: "merge-status", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "Merge", patch: `{status: {replicas: 3}}`, reason: "InvalidPatch", note: "patches of status are not supported"},
+		{name: "smp-status", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "StrategicMerge", patch: `{status: {replicas: 3}}`, reason: "InvalidPatch", note: "patches of status are not supported"},
+		{name: "json-status", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: replace, path: /status/replicas, value: 3}]`, reason: "InvalidPatch", note: "/status/replicas: patches of status"},
+		{name: "json-managedfields", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: replace, path: /metadata/managedFields, value: []}]`, reason: "InvalidPatch", note: "/metadata/managedFields is the apiserver's record"},
+		{name: "json-uid", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: replace, path: /metadata/uid, value: x}]`, reason: "InvalidPatch", note: "/metadata/uid is set by the apiserver"},
+		{name: "json-resourceversion", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: replace, path: /metadata/resourceVersion, value: "1"}]`, reason: "InvalidPatch", note: "/metadata/resourceVersion is set by the apiserver"},
+		{name: "json-creationtimestamp", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[{op: replace, path: /metadata/creationTimestamp, value: "2020-01-01T00:00:00Z"}]`, reason: "InvalidPatch", note: "/metadata/creationTimestamp is set by the apiserver"},
+		{name: "merge-managedfields-null", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "Merge", patch: `{metadata: {managedFields: null}}`, reason: "InvalidPatch", note: ".metadata.managedFields is the apiserver's record"},
+		{name: "merge-metadata-dropped-null", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "Merge", patch: `{metadata: {}}`, reason: "InvalidPatch", note: ".metadata is an empty object"},
+		{name: "empty-apply", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `{}`, reason: "InvalidPatch", note: "the patch is empty"},
+		{name: "empty-merge", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "Merge", patch: `{}`, reason: "InvalidPatch", note: "the patch is empty"},
+		{name: "empty-json", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, typ: "JSON", patch: `[]`, reason: "InvalidPatch", note: "the patch is empty"},
+		{name: "identity-only", target: `{apiVersion: apps/v1, kind: Deployment, name: web}`, patch: `{metadata: {name: web}}`, reason: "InvalidPatch", note: "no field besides the target's identity"},
+		{name: "merge-data-null", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, typ: "Merge", patch: `{data: {a: null}}`, reason: "InvalidPatch", note: ".data.a is null: a null asks for the field's removal"},
+		// What kubectl apply sends for {data: {a: null}}: the null dropped.
+		{name: "merge-data-dropped-null", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, typ: "Merge", patch: `{data: {}}`, reason: "InvalidPatch", note: ".data is an empty object: an empty object sets no field: a null asks for the field's removal"},
+		{name: "apply-label-null", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, patch: `{metadata: {labels: {tier: null}}}`, reason: "InvalidPatch", note: ".metadata.labels.tier is null"},
+		{name: "apply-label-dropped-null", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, patch: `{metadata: {labels: {}}}`, reason: "InvalidPatch", note: ".metadata.labels is an empty object"},
+		{name: "json-null-value", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, typ: "JSON", patch: `[{op: replace, path: /data/a, value: null}]`, reason: "InvalidPatch", note: "/data/a is null"},
+		{name: "json-dropped-null-value", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, typ: "JSON", patch: `[{op: replace, path: /data/a}]`, reason: "InvalidPatch", note: "the operation has no value"},
+		{name: "all-ignored", target: `{apiVersion: v1, kind: ConfigMap, name: settings}`, patch: `{data: {a: "9"}}`, reason: "InvalidPatch", note: "besides its identity once ignorePaths"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			extra := ""
@@ -40,6 +65,9 @@ func TestBadInput(t *testing.T) {
 			}
 			if tc.name == "bad-ignore-path" {
 				extra += "\n  ignorePaths: [spec.replicas]"
+			}
+			if tc.name == "all-ignored" {
+				extra += "\n  ignorePaths: [.data.a]"
 			}
 			fp := fieldPatch(t, fmt.Sprintf(`
 apiVersion: fieldops.dev/v1alpha1

@@ -4,20 +4,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // patchedObject returns live with the patch of spec applied, for the
 // StrategicMerge, Merge and JSON types. The fields it changes become the
-// intent (see ownershipcore.Applier.ChangedIntent).
-func patchedObject(spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// intent (see ownershipcore.Applier.ChangedIntent). A JSON patch is applied
+// so that it holds once applied (applyJSONPatchOnce, with sch and owned);
+// merge and strategic merge patches hold by themselves.
+func patchedObject(spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructured, sch schemaInfo, owned ownedFunc) (*unstructured.Unstructured, error) {
 	liveJSON, err := json.Marshal(live.Object)
 	if err != nil {
 		return nil, err
@@ -26,12 +33,12 @@ func patchedObject(spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructure
 	var out []byte
 	switch spec.Type {
 	case v1alpha1.PatchTypeJSON:
-		p, err := jsonpatch.DecodePatch(raw)
+		ops, err := decodeJSONPatch(raw)
 		if err != nil {
-			return nil, fmt.Errorf("JSON patch: %w", err)
+			return nil, err
 		}
-		if out, err = p.Apply(liveJSON); err != nil {
-			return nil, fmt.Errorf("JSON patch: %w", err)
+		if out, err = applyJSONPatchOnce(ops, liveJSON, sch, owned); err != nil {
+			return nil, err
 		}
 	case v1alpha1.PatchTypeMerge:
 		if !isJSONObject(raw) {
@@ -59,6 +66,46 @@ func patchedObject(spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructure
 		return nil, fmt.Errorf("patched object: %w", err)
 	}
 	return obj, nil
+}
+
+// patchIntent validates the patch of obj against live (validatePatch) and
+// returns the intent it makes: the partial object of an Apply patch, or the
+// fields a StrategicMerge, Merge or JSON patch changes on live plus those
+// it owns already (ownershipcore.Applier.ChangedIntent). A validation error
+// is a *targetError with reason InvalidPatch; other errors are returned as
+// they are, for intent to classify.
+func (r *Reconciler) patchIntent(obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	spec := obj.PatchSpec()
+	var sch *typedSchema
+	tv, err := r.Applier.Schema.ToTyped(live)
+	switch {
+	case errors.Is(err, ownershipcore.ErrUnknownKind):
+		return nil, err
+	case err == nil:
+		sch = &typedSchema{schema: tv.Schema(), root: tv.TypeRef()}
+	}
+	target := patchTarget{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
+	var info schemaInfo
+	if sch != nil {
+		info = sch
+	}
+	if err := validatePatch(typeOrApply(spec.Type), spec.Patch.Raw, target, info); err != nil {
+		return nil, stalled(ReasonInvalidPatch, "%v", err)
+	}
+	if typeOrApply(spec.Type) == v1alpha1.PatchTypeApply {
+		return applyIntent(spec, live.GroupVersionKind(), live.GetNamespace())
+	}
+	var owned ownedFunc
+	if sch != nil {
+		if owned, err = sch.owned(live, obj.PatchStatus(), manager); err != nil {
+			return nil, err
+		}
+	}
+	patched, err := patchedObject(spec, live, info, owned)
+	if err != nil {
+		return nil, err
+	}
+	return r.Applier.ChangedIntent(live, patched, manager)
 }
 
 // applyIntent reads an Apply patch: a partial object, given the identity of
@@ -89,4 +136,166 @@ func applyIntent(spec *v1alpha1.FieldPatchSpec, gvk schema.GroupVersionKind, nam
 func isJSONObject(raw []byte) bool {
 	var m map[string]interface{}
 	return json.Unmarshal(raw, &m) == nil && m != nil
+}
+
+// typedSchema is the schemaInfo of a kind's structured-merge-diff schema,
+// as the ownership core reads it from the apiserver's OpenAPI.
+type typedSchema struct {
+	schema *smdschema.Schema
+	root   smdschema.TypeRef
+}
+
+// atom resolves the type at path; ok is false when the schema does not
+// declare it. A token that is a list position descends into a list, any
+// other into a map (a deduced, untyped value may be either).
+func (s *typedSchema) atom(path []string) (smdschema.Atom, bool) {
+	tr := s.root
+	for _, t := range path {
+		a, ok := s.schema.Resolve(tr)
+		if !ok {
+			return smdschema.Atom{}, false
+		}
+		switch {
+		case a.List != nil && isListPosition(t):
+			tr = a.List.ElementType
+		case a.Map != nil:
+			if f, ok := a.Map.FindField(t); ok {
+				tr = f.Type
+			} else if a.Map.ElementType.NamedType != nil || a.Map.ElementType.Inlined != (smdschema.Atom{}) {
+				tr = a.Map.ElementType
+			} else {
+				return smdschema.Atom{}, false
+			}
+		default:
+			return smdschema.Atom{}, false
+		}
+	}
+	return s.schema.Resolve(tr)
+}
+
+// IsStruct implements schemaInfo.
+func (s *typedSchema) IsStruct(path []string) bool {
+	a, ok := s.atom(path)
+	return ok && a.Map != nil && len(a.Map.Fields) > 0
+}
+
+// ListKeys implements schemaInfo.
+func (s *typedSchema) ListKeys(path []string) []string {
+	a, ok := s.atom(path)
+	if !ok || a.List == nil || a.List.ElementRelationship != smdschema.Associative {
+		return nil
+	}
+	return a.List.Keys
+}
+
+// fieldPath turns a JSON pointer into doc into the structured-merge-diff
+// path of the field it names, as managedFields records it: list items by
+// their keys (map lists) or values (sets). At an atomic list it stops: the
+// list is the field. ok is false when path does not name a field of doc.
+func (s *typedSchema) fieldPath(doc interface{}, path []string) (fieldpath.Path, bool) {
+	var out fieldpath.Path
+	tr := s.root
+	for _, t := range path {
+		a, ok := s.schema.Resolve(tr)
+		if !ok {
+			return nil, false
+		}
+		switch d := doc.(type) {
+		case []interface{}:
+			if a.List == nil {
+				return nil, false
+			}
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(d) {
+				return nil, false
+			}
+			if a.List.ElementRelationship != smdschema.Associative {
+				return out, true
+			}
+			item := d[i]
+			if len(a.List.Keys) == 0 {
+				v := value.NewValueInterface(item)
+				out = append(out, fieldpath.PathElement{Value: &v})
+			} else {
+				m, ok := item.(map[string]interface{})
+				if !ok {
+					return nil, false
+				}
+				var kv []interface{}
+				for _, k := range a.List.Keys {
+					if _, ok := m[k]; !ok {
+						return nil, false
+					}
+					kv = append(kv, k, m[k])
+				}
+				out = append(out, fieldpath.PathElement{Key: fieldpath.KeyByFields(kv...)})
+			}
+			doc, tr = item, a.List.ElementType
+		case map[string]interface{}:
+			if a.Map == nil {
+				return nil, false
+			}
+			name := t
+			out = append(out, fieldpath.PathElement{FieldName: &name})
+			if f, ok := a.Map.FindField(t); ok {
+				tr = f.Type
+			} else {
+				tr = a.Map.ElementType
+			}
+			if doc, ok = d[t]; !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// owned returns the ownedFunc of manager on live: a path is the patch's own
+// when our Apply entry exists and it or the fields recorded as taken on
+// this target (status.recordedFields) hold the field, a field below it, or
+// the atomic field above it.
+func (s *typedSchema) owned(live *unstructured.Unstructured, st *v1alpha1.FieldPatchStatus, manager string) (ownedFunc, error) {
+	mf, err := ownershipcore.Owners(live)
+	if err != nil {
+		return nil, err
+	}
+	ours := mf.Applied(manager)
+	if ours == nil {
+		return func(interface{}, []string) bool { return false }, nil
+	}
+	fields := ours.Fields
+	if st.TargetUID == string(live.GetUID()) {
+		recorded, err := ownershipcore.DecodeFields(st.RecordedFields)
+		if err != nil {
+			return nil, err
+		}
+		fields = fields.Union(recorded)
+	}
+	return func(doc interface{}, path []string) bool {
+		p, ok := s.fieldPath(doc, path)
+		if !ok {
+			return false
+		}
+		found := false
+		fields.Iterate(func(q fieldpath.Path) {
+			if !found && (pathHasPrefix(q, p) || pathHasPrefix(p, q)) {
+				found = true
+			}
+		})
+		return found
+	}, nil
+}
+
+func pathHasPrefix(p, prefix fieldpath.Path) bool {
+	if len(prefix) > len(p) {
+		return false
+	}
+	for i := range prefix {
+		if !p[i].Equals(prefix[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -286,15 +286,7 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	}
 	conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), pluginFailure)
 	ignore = ignore.Union(extra)
-	var intent *unstructured.Unstructured
-	if spec.Type == v1alpha1.PatchTypeApply || spec.Type == "" {
-		intent, err = applyIntent(spec, live.GroupVersionKind(), live.GetNamespace())
-	} else {
-		var patched *unstructured.Unstructured
-		if patched, err = patchedObject(spec, live); err == nil {
-			intent, err = r.Applier.ChangedIntent(live, patched, manager)
-		}
-	}
+	intent, err := r.patchIntent(obj, live, manager)
 	if err == nil && !ignore.Empty() {
 		intent, err = r.Applier.RemoveFields(intent, ignore)
 	}
@@ -302,11 +294,18 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	if err == nil {
 		set, err = r.Applier.FieldSet(intent)
 	}
-	if errors.Is(err, ownershipcore.ErrUnknownKind) {
+	var te *targetError
+	switch {
+	case errors.As(err, &te):
+		return nil, nil, err
+	case errors.Is(err, ownershipcore.ErrUnknownKind):
 		return nil, nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, nil, stalled(ReasonInvalidPatch, "patch (type %s) does not fit %s: %v", typeOrApply(spec.Type), live.GetKind(), err)
+	case typeOrApply(spec.Type) == v1alpha1.PatchTypeApply && len(intentLeaves(set)) == 0:
+		// validatePatch refused a patch with no field; what is left out
+		// here went to ignorePaths.
+		return nil, nil, stalled(ReasonInvalidPatch, "the patch sets no field of %s besides its identity once ignorePaths and ignorePlugins are left out", live.GetKind())
 	}
 	return intent, set, nil
 }
@@ -354,15 +353,17 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 
 // strategy is the conflict strategy of the patch: a built-in policy, or
 // the plugin conflictPlugin with conflictPluginFallback (Fail by default)
-// when it fails, the failure reported as a PluginFailed event.
+// when it fails, the failure reported as a PluginFailed event. A policy or
+// fallback it does not know (which admission refuses) is an InvalidPatch
+// error, never a nil strategy.
 func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrategy, error) {
 	spec := obj.PatchSpec()
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		return strategies[spec.ConflictPolicy], nil
+		return builtinStrategy(spec.ConflictPolicy)
 	}
-	fallback := strategies[v1alpha1.ConflictPolicyFail]
-	if spec.ConflictPluginFallback != "" {
-		fallback = strategies[spec.ConflictPluginFallback]
+	fallback, err := fallbackStrategy(spec.ConflictPluginFallback)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
 		msg := fmt.Sprintf("%v; conflicts decided by conflictPluginFallback", err)
