@@ -74,6 +74,17 @@ verify-generated: generate manifests ## Fail when generated files differ from th
 test: control-plane ## Run every test (unit and against the local control plane).
 	go test $(GO_TEST_FLAGS) ./...
 
+# The randomized ownership test (test/invariants): `make test` runs 100
+# sequences from seed 1; `make fuzz` runs N from SEED (default: the time,
+# printed), WORKERS at once. Sequence i has seed SEED+i: N=1 replays one.
+SEED ?= $(shell date +%s)
+N ?= 1000
+WORKERS ?= 4
+
+.PHONY: fuzz
+fuzz: control-plane ## Run N random ownership sequences from SEED (test/invariants): make fuzz SEED=42 N=2000.
+	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariants$$' ./test/invariants/ -args -seed=$(SEED) -sequences=$(N) -workers=$(WORKERS)
+
 .PHONY: bench
 bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).
 	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./test/bench/ ./plugins/host/

@@ -1,0 +1,81 @@
+// Package invariants is a seeded, randomized differential test of the
+// ownership invariants fieldops promises, in the spirit of
+// structured-merge-diff's own tests: random sequences of steps against the
+// real kube-apiserver (test/localcp), each checked after every step
+// against a model of who owned what.
+//
+// # Sequences
+//
+// A sequence (Generate) picks a target — a ConfigMap, a Deployment, or a
+// Widget, the test CRD with every list and map type
+// (test/testdata/crds/invariants.example.com_widgets.yaml) — which the
+// manager "base" creates. Then 4 to -steps random steps (Step.String reads
+// like a log line):
+//
+//   - other field managers ("helm", "ops", "hpa") apply an intent with
+//     Server-Side Apply, with or without force, dropping fields or
+//     relinquishing everything with an empty intent, or update fields
+//     (change or remove) with a JSON merge patch or a JSON patch;
+//   - a FieldPatch of any type (Apply, Merge, JSON, StrategicMerge on
+//     built-in kinds), conflictPolicy and deletionPolicy is created,
+//     edited (fields added, dropped, changed) and deleted;
+//   - ManagedWorkloads apply parts of the target;
+//   - the fieldops manager restarts.
+//
+// Every sequence ends by deleting what fieldops still holds.
+//
+// # Signals, not sleeps
+//
+// Each run has its own namespace and its own fieldops manager
+// (controllers.SetupWith) whose cache watches only that namespace, whose
+// writes are counted (testkit.WriteCounter) and whose log tells when a
+// reconcile of an object starts and ends. After a step the test waits for
+// the deleted object to be gone, then settles: it waits until the
+// manager's cache holds the target as the apiserver has it, touches every
+// live FieldPatch and workload (an annotation: a reconcile) and waits
+// until a reconcile of each, started after the touch, has ended; it
+// repeats until a round in which fieldops wrote nothing.
+//
+// # Invariants
+//
+// After every step, comparing the target before the step, just after the
+// other manager's request (the apiserver's response), and after fieldops
+// settled:
+//
+//  1. No manager other than fieldops lost a field it owned, unless its
+//     loss came with the step's own request (the actor took, removed or
+//     relinquished it) or a live FieldPatch with conflictPolicy Force, or
+//     a workload, holds it now.
+//  2. After a FieldPatch's (or workload's) deletion, the object is gone
+//     within the timeout and no managedFields entry of its field manager
+//     remains on the target.
+//  3. A field a FieldPatch took from other managers keeps its value when
+//     the patch lets it go (deleted, or the field dropped from its patch),
+//     with either deletionPolicy; with HandBack it belongs to those
+//     managers again.
+//  4. A field a FieldPatch added (nobody owned it before) is gone when the
+//     patch lets it go, unless someone else owns it.
+//  5. A field its previous owner removed or relinquished while the patch
+//     held it does not come back to that owner when the patch lets it go.
+//  6. Writes are bounded: fieldops reaches a round that writes nothing
+//     within a few rounds of one reconcile each (a count, not a clock).
+//  7. A FieldPatch that applied does not end InvalidPatch or ApplyFailed
+//     when nothing but fieldops acted (a patch must hold once applied).
+//
+// A field's previous owners are those just before the patch first took
+// it; a field nobody owned then is one the patch added, even if another
+// manager takes it in between and the patch takes it back (drift repair).
+// When that happened to a taken field, whether the hand-back goes to the
+// first owner or to the one in between is a matter of policy: then (3)
+// checks only the value. When a third manager removed the field while the
+// patch held it, only (5) is checked.
+//
+// # Running
+//
+// `make test` runs 100 sequences from seed 1. `make fuzz SEED=... N=...`
+// runs more (test flags -seed, -sequences, -steps, -workers, -shrink,
+// -shrink-budget). Sequence i has seed SEED+i, so `make fuzz SEED=<seed>
+// N=1` replays one. A failure prints the seed and the shortest failing
+// sequence found by Shrink: the failing prefix, then steps dropped one at
+// a time while an invariant still breaks.
+package invariants

@@ -1,0 +1,101 @@
+package invariants
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/test/testkit"
+)
+
+// Env is the control plane sequences run against. Each run gets its own
+// namespace and its own fieldops manager, watching only that namespace, so
+// runs are independent and can go in parallel.
+type Env struct {
+	// Config reaches the control plane as an administrator.
+	Config *rest.Config
+	// Client is the test's own client: every field manager but fieldops.
+	Client client.Client
+	// Timeout bounds each wait of a step (a reconcile, a deletion).
+	Timeout time.Duration
+
+	runs atomic.Int64
+}
+
+// fieldops is one running fieldops manager of a run.
+type fieldops struct {
+	cache  cache.Cache
+	writes *testkit.WriteCounter
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startFieldops starts a manager with every fieldops controller (as
+// controllers.SetupWith wires them), watching only namespace, logging into
+// recs and counting its writes.
+func (e *Env) startFieldops(namespace string, recs *reconciles) (*fieldops, error) {
+	f := &fieldops{writes: &testkit.WriteCounter{}, done: make(chan error, 1)}
+	cfg := rest.CopyConfig(e.Config)
+	f.writes.Wrap(cfg)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  controllers.Scheme(),
+		Logger:  recs.logger(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		// Every run has its own manager with the same controllers.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	counting := &countingManager{Manager: mgr}
+	if err := controllers.SetupWith(counting, controllers.Options{}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cache, f.cancel = mgr.GetCache(), cancel
+	started := recs.controllersStarted()
+	go func() { f.done <- mgr.Start(ctx) }()
+	// Wait until every controller has synced its informers and started its
+	// workers: a manager stopped before that logs errors for nothing.
+	deadline := time.Now().Add(e.Timeout)
+	for recs.controllersStarted() < started+counting.controllers {
+		if time.Now().After(deadline) {
+			f.stop()
+			return nil, fmt.Errorf("%d of %d fieldops controllers started within %s", recs.controllersStarted()-started, counting.controllers, e.Timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return f, nil
+}
+
+// countingManager counts the controllers added to it.
+type countingManager struct {
+	ctrl.Manager
+	controllers int
+}
+
+func (m *countingManager) Add(r manager.Runnable) error {
+	if _, ok := r.(interface{ GetLogger() logr.Logger }); ok {
+		m.controllers++
+	}
+	return m.Manager.Add(r)
+}
+
+// stop stops the manager and waits until it has.
+func (f *fieldops) stop() {
+	f.cancel()
+	<-f.done
+}

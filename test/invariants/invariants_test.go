@@ -1,0 +1,115 @@
+package invariants
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+var (
+	seed      = flag.Int64("seed", 1, "seed of the first sequence; sequence i has seed+i")
+	sequences = flag.Int("sequences", 100, "how many sequences to run")
+	maxSteps  = flag.Int("steps", 7, fmt.Sprintf("most random steps of a sequence (at least %d)", MinSteps))
+	workers   = flag.Int("workers", 4, "sequences run at once")
+	shrinks   = flag.Int("shrink", 3, "failures to shrink (the shortest first, one per set of invariants broken)")
+	budget    = flag.Int("shrink-budget", 40, "runs each shrink may use")
+)
+
+// The control plane starts with the first test that needs it.
+var (
+	cpOnce sync.Once
+	cp     *localcp.ControlPlane
+	env    *Env
+	cpErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	code := m.Run()
+	if cp != nil {
+		_ = cp.Stop()
+	}
+	os.Exit(code)
+}
+
+func controlPlane(t *testing.T) *Env {
+	t.Helper()
+	cpOnce.Do(func() {
+		cp, cpErr = localcp.Start(localcp.Options{ExtraCRDPaths: []string{"test/testdata/crds/invariants.example.com_widgets.yaml"}})
+		if cpErr != nil {
+			return
+		}
+		var c client.Client
+		if c, cpErr = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); cpErr != nil {
+			return
+		}
+		env = &Env{Config: cp.Config, Client: c, Timeout: 20 * time.Second}
+	})
+	if cpErr != nil {
+		t.Fatal(cpErr)
+	}
+	return env
+}
+
+// TestOwnershipInvariants runs -sequences random sequences from -seed
+// against the local control plane and fails with the shortest failing
+// sequences it finds. Replay one with `make fuzz SEED=<its seed> N=1`.
+func TestOwnershipInvariants(t *testing.T) {
+	e := controlPlane(t)
+	t.Logf("seed %d, %d sequences of %d to %d random steps, %d at once (replay a sequence: make fuzz SEED=<its seed> N=1)",
+		*seed, *sequences, MinSteps, max(*maxSteps, MinSteps), *workers)
+	seqs := make([]Sequence, *sequences)
+	for i := range seqs {
+		seqs[i] = Generate(*seed+int64(i), *maxSteps)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	results := e.RunAll(ctx, seqs, *workers)
+	var failed []Result
+	steps := 0
+	for _, r := range results {
+		steps += len(r.Notes)
+		if r.Failed >= 0 {
+			failed = append(failed, r)
+		}
+	}
+	t.Logf("%d sequences, %d steps in %s; %d broke an invariant", len(results), steps, time.Since(start).Round(time.Second), len(failed))
+	if len(failed) == 0 {
+		return
+	}
+
+	// Shrink the shortest failure of each set of invariants broken.
+	sort.SliceStable(failed, func(i, j int) bool { return failed[i].Failed < failed[j].Failed })
+	shrunk := map[string]bool{}
+	for i, r := range failed {
+		sig := fmt.Sprint(r.Invariants())
+		if shrunk[sig] || len(shrunk) >= *shrinks {
+			continue
+		}
+		shrunk[sig] = true
+		failed[i] = e.Shrink(ctx, r, *budget, *workers)
+	}
+	var summary []string
+	for _, r := range failed {
+		summary = append(summary, fmt.Sprintf("seed %d: %v", r.Seq.Seed, r.Invariants()))
+	}
+	t.Errorf("%d of %d sequences (seed %d) broke an invariant: %s", len(failed), len(results), *seed, strings.Join(summary, "; "))
+	for _, r := range failed {
+		t.Errorf("%s", r.Report())
+	}
+}

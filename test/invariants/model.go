@@ -1,0 +1,419 @@
+package invariants
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Violation is a broken invariant, numbered as in the package doc.
+type Violation struct {
+	Invariant int
+	Message   string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("(%d) %s", v.Invariant, v.Message) }
+
+// owner is one managedFields entry's identity: a field manager and its
+// operation.
+type owner struct {
+	Manager   string
+	Operation metav1.ManagedFieldsOperationType
+}
+
+func (o owner) String() string { return fmt.Sprintf("%q (%s)", o.Manager, o.Operation) }
+
+// isFieldops reports whether a field manager is one of fieldops' own.
+func isFieldops(manager string) bool { return strings.HasPrefix(manager, "fieldops-") }
+
+// snapshot is the target as read at one moment: its content and who owns
+// which field.
+type snapshot struct {
+	obj    map[string]interface{}
+	rv     string
+	owners map[owner]*fieldpath.Set
+}
+
+func newSnapshot(u *unstructured.Unstructured) (*snapshot, error) {
+	s := &snapshot{obj: map[string]interface{}{}, owners: map[owner]*fieldpath.Set{}}
+	if u == nil {
+		return s, nil
+	}
+	mf, err := ownershipcore.Owners(u)
+	if err != nil {
+		return nil, err
+	}
+	s.obj, s.rv = u.Object, u.GetResourceVersion()
+	for _, e := range mf {
+		o := owner{Manager: e.Manager, Operation: e.Operation}
+		if s.owners[o] == nil {
+			s.owners[o] = fieldpath.NewSet()
+		}
+		s.owners[o] = s.owners[o].Union(e.Fields)
+	}
+	return s, nil
+}
+
+func (s *snapshot) value(p fieldpath.Path) (interface{}, bool) { return lookup(s.obj, p) }
+
+func (s *snapshot) owns(o owner, p fieldpath.Path) bool {
+	set := s.owners[o]
+	return set != nil && set.Has(p)
+}
+
+// ownsAny reports whether manager owns p (with any operation).
+func (s *snapshot) ownsAny(manager string, p fieldpath.Path) bool {
+	for o := range s.owners {
+		if o.Manager == manager && s.owns(o, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownersOf lists the owners of p.
+func (s *snapshot) ownersOf(p fieldpath.Path) []owner {
+	var out []owner
+	for o := range s.owners {
+		if s.owns(o, p) {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// othersHold reports whether a manager other than manager owns p or a
+// field under it.
+func (s *snapshot) othersHold(manager string, p fieldpath.Path) bool {
+	for o, set := range s.owners {
+		if o.Manager != manager && (set.Has(p) || !under(set, p).Empty()) {
+			return true
+		}
+	}
+	return false
+}
+
+// under is the part of set below p.
+func under(set *fieldpath.Set, p fieldpath.Path) *fieldpath.Set {
+	for _, pe := range p {
+		set = set.WithPrefix(pe)
+	}
+	return set
+}
+
+// leaves lists the leaf fields manager owns (with any operation).
+func (s *snapshot) leaves(manager string) []fieldpath.Path {
+	set := fieldpath.NewSet()
+	for o, fs := range s.owners {
+		if o.Manager == manager {
+			set = set.Union(fs)
+		}
+	}
+	var out []fieldpath.Path
+	set.Leaves().Iterate(func(p fieldpath.Path) { out = append(out, p.Copy()) })
+	return out
+}
+
+// describe prints p's value and owners, for messages.
+func (s *snapshot) describe(p fieldpath.Path) string {
+	v, ok := s.value(p)
+	owners := s.ownersOf(p)
+	names := make([]string, len(owners))
+	for i, o := range owners {
+		names[i] = o.String()
+	}
+	by := "nobody"
+	if len(names) > 0 {
+		by = strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, owned by %s", show(v, ok), by)
+}
+
+func show(v interface{}, ok bool) string {
+	if !ok {
+		return "absent"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// model is what the test knows about a sequence beyond the target itself:
+// the live fieldops objects, and for each FieldPatch who owned each field
+// it holds before it took it.
+type model struct {
+	kind      *Kind
+	patches   map[string]*patchModel
+	workloads map[string]string // name → field manager
+}
+
+func newModel(k *Kind) *model {
+	return &model{kind: k, patches: map[string]*patchModel{}, workloads: map[string]string{}}
+}
+
+// patchModel is a live FieldPatch.
+type patchModel struct {
+	name, manager string
+	conflict      v1alpha1.ConflictPolicy
+	deletion      v1alpha1.DeletionPolicy
+	// records are the fields the patch held at some point, by path.
+	records map[string]*record
+}
+
+// record is the history of one field a FieldPatch holds.
+type record struct {
+	path fieldpath.Path
+	// owners owned the field just before the patch first took it (no
+	// owner: the patch added it).
+	owners map[owner]bool
+	// dropped are owners that removed or relinquished the field themselves
+	// since: no longer previous owners.
+	dropped map[owner]bool
+	// contested: another manager took the field while the patch held it
+	// (and the patch took it back). The owners before the patch first took
+	// it stay the previous owners; whether the hand-back goes to them or to
+	// the manager that took it in between is a matter of policy, so only
+	// the value is checked at release.
+	contested bool
+	// ambiguous: a third manager removed the field while the patch held it;
+	// nothing but (5) is checked at release.
+	ambiguous bool
+}
+
+// liveOwners are the recorded owners that did not let the field go.
+func (r *record) liveOwners() []owner {
+	var out []owner
+	for o := range r.owners {
+		if !r.dropped[o] {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// takers are the field managers that may take fields from others: live
+// FieldPatches with conflictPolicy Force, and workloads (Force by
+// default).
+func (m *model) takers() []string {
+	var out []string
+	for _, p := range m.patches {
+		if p.conflict == v1alpha1.ConflictPolicyForce || p.conflict == "" {
+			out = append(out, p.manager)
+		}
+	}
+	for _, w := range m.workloads {
+		out = append(out, w)
+	}
+	return out
+}
+
+// checkLosses is invariant (1): no manager other than fieldops lost a field
+// between before and after, unless the actor's own request did it (the
+// actor took it, removed it, or relinquished it: visible in written, the
+// response to that request) or a live FieldPatch with Force or a workload
+// holds it now. actor is "" and written nil when only fieldops acted.
+func (m *model) checkLosses(before, written, after *snapshot) []Violation {
+	var out []Violation
+	takers := m.takers()
+	for o, set := range before.owners {
+		if isFieldops(o.Manager) {
+			continue
+		}
+		set.Leaves().Iterate(func(p fieldpath.Path) {
+			if after.owns(o, p) || written != nil && !written.owns(o, p) {
+				return
+			}
+			for _, t := range takers {
+				if after.ownsAny(t, p) {
+					return
+				}
+			}
+			out = append(out, Violation{1, fmt.Sprintf("%s lost %s (%s before; now %s) without letting it go, and no FieldPatch with Force or workload holds it",
+				o, ownershipcore.FormatPath(p), show(before.value(p)), after.describe(p))})
+		})
+	}
+	return out
+}
+
+// observe updates the FieldPatches' records with what happened between
+// before and after: actor's request (response written; nil when only
+// fieldops acted), then fieldops' reaction.
+func (m *model) observe(actor string, before, written, after *snapshot) {
+	prev := before
+	if written != nil {
+		prev = written
+	}
+	for _, pm := range m.patches {
+		if written != nil {
+			for _, rec := range pm.records {
+				m.observeRequest(pm, rec, actor, before, written)
+			}
+		}
+		// Fields the patch holds now and did not hold when fieldops began
+		// to act: taken (or shared, or added) by it.
+		for _, p := range after.leaves(pm.manager) {
+			if prev.ownsAny(pm.manager, p) {
+				continue
+			}
+			var cands []owner
+			for _, o := range prev.ownersOf(p) {
+				if !isFieldops(o.Manager) {
+					cands = append(cands, o)
+				}
+			}
+			k := ownershipcore.FormatPath(p)
+			rec := pm.records[k]
+			if rec == nil {
+				rec = &record{path: p, owners: map[owner]bool{}, dropped: map[owner]bool{}}
+				for _, o := range cands {
+					rec.owners[o] = true
+				}
+				pm.records[k] = rec
+				continue
+			}
+			// Taken back from a manager that took it from the patch: the
+			// record of who owned it before the patch first took it stays.
+			for _, o := range cands {
+				if !rec.owners[o] {
+					rec.contested = true
+				}
+			}
+		}
+	}
+}
+
+// observeRequest follows a non-fieldops request's effect on a recorded
+// field: an owner that removes or relinquishes it is no longer a previous
+// owner; one that takes it again is; a third manager's removal or take
+// makes the record ambiguous or contested.
+func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before, written *snapshot) {
+	p := rec.path
+	_, had := before.value(p)
+	_, has := written.value(p)
+	isOwner := false
+	for o := range rec.owners {
+		if o.Manager != actor {
+			continue
+		}
+		isOwner = true
+		switch {
+		case written.owns(o, p):
+			delete(rec.dropped, o) // it holds the field again
+		case had && !has, before.owns(o, p) && has:
+			rec.dropped[o] = true // it removed or relinquished the field
+		}
+	}
+	if isOwner || !before.ownsAny(pm.manager, p) || written.ownsAny(pm.manager, p) {
+		return
+	}
+	if had && !has {
+		rec.ambiguous = true
+	} else {
+		rec.contested = true
+	}
+}
+
+// checkRelease checks the fields a FieldPatch let go: at its deletion
+// (deleted) every field it held, at an edit the ones it holds no more.
+// Invariants (2) to (5). Released records are forgotten.
+func (m *model) checkRelease(pm *patchModel, before, after *snapshot, deleted bool) []Violation {
+	var out []Violation
+	if deleted {
+		for o, set := range after.owners {
+			if o.Manager == pm.manager {
+				out = append(out, Violation{2, fmt.Sprintf("after the deletion of %s, its field manager %s still owns %s", pm.name, o, strings.Join(ownershipcore.FormatSet(set), ", "))})
+			}
+		}
+	}
+	for _, p := range before.leaves(pm.manager) {
+		if !deleted && after.ownsAny(pm.manager, p) {
+			continue
+		}
+		k := ownershipcore.FormatPath(p)
+		rec := pm.records[k]
+		delete(pm.records, k)
+		if rec == nil {
+			rec = &record{path: p, owners: map[owner]bool{}, dropped: map[owner]bool{}}
+		}
+		out = append(out, m.checkReleased(pm, rec, before, after, deleted)...)
+	}
+	return out
+}
+
+func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapshot, deleted bool) []Violation {
+	var out []Violation
+	p, k := rec.path, ownershipcore.FormatPath(rec.path)
+	when := "when " + pm.name + " dropped it from its patch"
+	if deleted {
+		when = fmt.Sprintf("at the deletion of %s (deletionPolicy %s)", pm.name, pm.deletion)
+	}
+	for o := range rec.dropped {
+		if after.owns(o, p) {
+			out = append(out, Violation{5, fmt.Sprintf("%s: %s let it go while %s held it, yet got it back %s (now %s)", k, o, pm.name, when, after.describe(p))})
+		}
+	}
+	if rec.ambiguous {
+		return out
+	}
+	bv, _ := before.value(p)
+	av, ok := after.value(p)
+	if owners := rec.liveOwners(); len(owners) > 0 {
+		if !ok || !reflect.DeepEqual(av, bv) {
+			out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s; its value %s must stay %s, but it is %s", k, ownerList(owners), show(bv, true), when, show(av, ok))})
+		}
+		if pm.deletion == v1alpha1.DeletionPolicyRelinquish || rec.contested {
+			return out
+		}
+		for _, o := range owners {
+			if !after.owns(o, p) {
+				out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s and is not handed back to it %s (now %s)", k, o, when, after.describe(p))})
+			}
+		}
+		return out
+	}
+	if after.othersHold(pm.manager, p) || m.gone(after, p) {
+		return out
+	}
+	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
+	return out
+}
+
+// gone reports whether p is absent from s, or holds the value the
+// apiserver defaults it to.
+func (m *model) gone(s *snapshot, p fieldpath.Path) bool {
+	v, ok := s.value(p)
+	if !ok {
+		return true
+	}
+	d, defaulted := m.kind.Defaults[ownershipcore.FormatPath(p)]
+	return defaulted && reflect.DeepEqual(v, d)
+}
+
+// checkWorkloadGone is invariant (2) for a deleted workload.
+func (m *model) checkWorkloadGone(name, manager string, after *snapshot) []Violation {
+	var out []Violation
+	for o, set := range after.owners {
+		if o.Manager == manager {
+			out = append(out, Violation{2, fmt.Sprintf("after the deletion of ManagedWorkload %s, its field manager %s still owns %s", name, o, strings.Join(ownershipcore.FormatSet(set), ", "))})
+		}
+	}
+	return out
+}
+
+func ownerList(os []owner) string {
+	parts := make([]string, len(os))
+	for i, o := range os {
+		parts[i] = o.String()
+	}
+	return strings.Join(parts, ", ")
+}
