@@ -110,6 +110,13 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 				return res, nil
 			case err != nil && apierrors.IsConflict(err):
 				conflictErr = err
+			case err != nil:
+				// An intent the apiserver's field manager refuses
+				// (duplicate list-map keys, a wrong type) is never
+				// sent: the request could only fail.
+				if invalid := a.invalidIntent(intent, err); invalid != nil {
+					return res, fmt.Errorf("apply %s: %w", describe(intent), invalid)
+				}
 			}
 		}
 		if conflictErr == nil {
