@@ -14,12 +14,14 @@ import (
 
 // ErrInvalidIntent is wrapped by the errors of intents that can never be
 // applied as they are: a list-map key given twice, a value of the wrong
-// type, a field the kind does not have. Only a change of the intent (the
-// spec that produced it) can fix such an error, so callers report it and
-// do not retry. Applier.Apply returns it, wrapped with the field manager's
-// own error, when the apiserver's field manager run locally
+// type. Only a change of the intent (the spec that produced it) can fix
+// such an error, so callers report it and do not retry. Applier.Apply
+// returns it, wrapped with the structured-merge-diff error that says why,
+// when the apiserver's field manager run locally
 // (managedfields.FieldManager.Apply) refuses the intent: nothing is sent.
-// IsTerminal also covers the apiserver's answers of the same kind.
+// A field the schema does not declare is not refused locally (the
+// apiserver's schema may be newer); IsTerminal covers the apiserver's
+// answers of that kind and the others.
 var ErrInvalidIntent = errors.New("invalid intent")
 
 // IsTerminal reports whether err says that the intent itself is wrong, so
