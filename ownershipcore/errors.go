@@ -14,12 +14,14 @@ import (
 
 // ErrInvalidIntent is wrapped by the errors of intents that can never be
 // applied as they are: a list-map key given twice, a value of the wrong
-// type, a field the kind does not have. Only a change of the intent (the
-// spec that produced it) can fix such an error, so callers report it and
-// do not retry. Applier.Apply returns it, wrapped with the field manager's
-// own error, when the apiserver's field manager run locally
+// type. Only a change of the intent (the spec that produced it) can fix
+// such an error, so callers report it and do not retry. Applier.Apply
+// returns it, wrapped with the structured-merge-diff error that says why,
+// when the apiserver's field manager run locally
 // (managedfields.FieldManager.Apply) refuses the intent: nothing is sent.
-// IsTerminal also covers the apiserver's answers of the same kind.
+// A field the schema does not declare is not refused locally (the
+// apiserver's schema may be newer); IsTerminal covers the apiserver's
+// answers of that kind and the others.
 var ErrInvalidIntent = errors.New("invalid intent")
 
 // IsTerminal reports whether err says that the intent itself is wrong, so
@@ -75,22 +77,28 @@ func rejectsObject(msg string) bool {
 
 // invalidIntent returns the error of the local field manager's refusal of
 // intent wrapped with ErrInvalidIntent, or nil when err is not about the
-// intent (the live object did not convert, a stale schema).
+// intent, or may be the schema's (the live object did not convert, a
+// field the cached schema does not declare).
 //
 // The field manager (structuredmerge.go in
 // k8s.io/apimachinery/pkg/util/managedfields/internal) reports an intent
 // that does not fit the schema as "failed to create typed patch object";
-// before calling that final, the intent is converted again with ToTyped,
-// which re-reads the schema when the field is not declared in a document
-// older than rereadAge (a CRD just changed). ToTyped allows duplicate
-// list-map keys, as the apiserver does for stored objects; an apply patch
-// may not have them.
+// before calling that final, the intent is converted again with ToTyped
+// (which re-reads a schema document older than rereadAge when a field is
+// not declared). A field still not declared is left to the apiserver,
+// whose schema may be newer than any document read here: one request,
+// whose refusal IsTerminal recognises. ToTyped allows duplicate list-map
+// keys, as the apiserver does for stored objects; an apply patch may not
+// have them.
 func (a *Applier) invalidIntent(intent *unstructured.Unstructured, err error) error {
 	if err == nil || !strings.Contains(err.Error(), "failed to create typed patch object") {
 		return nil
 	}
 	if _, terr := a.Schema.ToTyped(intent); terr != nil {
-		if errors.Is(terr, ErrUnknownKind) {
+		if errors.Is(terr, ErrUnknownKind) || isUndeclaredField(terr) {
+			// The apiserver's schema may be newer than the one just
+			// read (it republishes a CRD's OpenAPI a moment after the
+			// change): it decides.
 			return nil
 		}
 		return fmt.Errorf("%w: %w", ErrInvalidIntent, terr)

@@ -56,6 +56,7 @@ spec:
 		})
 	}
 
+	// The apiserver answers: one request each.
 	for _, tc := range []struct{ name, intent, want string }{
 		// No live object: the apiserver answers (500, the field
 		// manager's own error).
@@ -63,12 +64,19 @@ spec:
 		// smd accepts any number for an integer; the apiserver's
 		// conversion into the Go type does not.
 		{"float-replicas", "{apiVersion: apps/v1, kind: Deployment, metadata: {name: invalid, namespace: default}, spec: {replicas: 1.5}}", "the object does not fit the Go type of apps/v1 Deployment: expected int32, got number"},
+		// A field the schema does not declare: the apiserver's schema
+		// may be newer than the one read here, so it decides.
+		{"undeclared-field", "{apiVersion: apps/v1, kind: Deployment, metadata: {name: invalid, namespace: default}, spec: {replicaz: 3}}", ".spec.replicaz: field not declared in schema"},
 		{"negative-replicas", "{apiVersion: apps/v1, kind: Deployment, metadata: {name: invalid, namespace: default}, spec: {replicas: -987654}}", "spec.replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			count.writes.Store(0)
 			_, err := a.Apply(ctx, obj(t, tc.intent), opts)
 			if err == nil {
 				t.Fatal("applied")
+			}
+			if n := count.writes.Load(); n != 1 || errors.Is(err, ownershipcore.ErrInvalidIntent) {
+				t.Errorf("%d requests (want 1), ErrInvalidIntent %v (want false)", n, errors.Is(err, ownershipcore.ErrInvalidIntent))
 			}
 			t.Logf("raw: %v", err)
 			if !ownershipcore.IsTerminal(err) {

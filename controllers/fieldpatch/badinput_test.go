@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -221,4 +223,121 @@ func gatherContested(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// Issue 15, defect 15: a patch that can never be applied (duplicate
+// list-map keys, a float where an int32 belongs) is InvalidPatch, Stalled,
+// and not retried: no error and no requeue until the spec changes. A
+// further reconcile (an annotation) costs one apply attempt and then
+// nothing more. Defect 9: the message has the path and the types, no Go
+// internals and no value.
+func TestUnappliablePatchIsTerminal(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "fp-terminal")
+	applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
+	target := "/namespaces/" + ns + "/deployments/web"
+	failed := metrics.ApplyTotal.WithLabelValues(metrics.ControllerFieldPatch, "Deployment", metrics.ActionFailed)
+	for _, tc := range []struct {
+		name, patch, note string
+		// sends is how many requests each reconcile sends to the target:
+		// none when the local field manager refuses the intent, one
+		// (refused by the apiserver) when only the apiserver can tell.
+		sends int
+	}{
+		{"duplicate-env", `{spec: {template: {spec: {containers: [{name: app, env: [{name: DUP, value: s3cr3t-one}, {name: DUP, value: s3cr3t-two}]}]}}}}`,
+			`.spec.template.spec.containers[name="app"].env: duplicate entries for key [name="DUP"]`, 0},
+		{"float-replicas", `{spec: {replicas: 1.5}}`, "expected int32, got number", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fp := fieldPatch(t, fmt.Sprintf(`
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: %s, namespace: %s}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  patch: %s
+`, tc.name, ns, tc.patch))
+			waitReason(t, fp, "InvalidPatch")
+			c := readyCondition(fp)
+			if c.Status != "False" || !strings.Contains(c.Message, tc.note) {
+				t.Fatalf("Ready = %s %q, want False saying %q", c.Status, c.Message, tc.note)
+			}
+			for _, leak := range []string{"s3cr3t", "1.5", "value.valueUnstructured", "&{", "float64"} {
+				if strings.Contains(c.Message, leak) {
+					t.Errorf("message %q leaks %q", c.Message, leak)
+				}
+			}
+			if s := meta.FindStatusCondition(fp.Status.Conditions, "Stalled"); s == nil || s.Status != "True" {
+				t.Errorf("Stalled = %+v, want True", s)
+			}
+			hasEvent(t, ns, tc.name, "InvalidPatch", tc.note)
+
+			// Settled: no retry. (The first reconciles are more than one:
+			// the target watch starts and lists.)
+			time.Sleep(2 * time.Second)
+			attempts, writes := testutil.ToFloat64(failed), requests.Writes(target)
+			time.Sleep(3 * time.Second)
+			if got := testutil.ToFloat64(failed) - attempts; got != 0 {
+				t.Errorf("%v failed applies in 3 s after InvalidPatch, want none (no retry)", got)
+			}
+			if got := requests.Writes(target) - writes; got != 0 {
+				t.Errorf("%d writes to the target in 3 s after InvalidPatch, want none", got)
+			}
+			// One more reconcile, one more attempt, then quiet again.
+			get(t, fp)
+			fp.Annotations = map[string]string{"poke": "1"}
+			if err := k8s.Update(ctx, fp); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the reconcile after the annotation", func() (bool, string) {
+				got := testutil.ToFloat64(failed) - attempts
+				return got >= 1, fmt.Sprintf("%v failed applies", got)
+			})
+			time.Sleep(3 * time.Second)
+			if got := testutil.ToFloat64(failed) - attempts; got != 1 {
+				t.Errorf("%v failed applies after the annotation, want 1 (no retry)", got)
+			}
+			if got := requests.Writes(target) - writes; got != tc.sends {
+				t.Errorf("%d writes to the target after the annotation, want %d", got, tc.sends)
+			}
+			deleteAndWait(t, fp)
+		})
+	}
+}
+
+// Issue 15, defect 15: a failure whose message is over the 1 kB an event
+// note may have (300 conflicting fields) is still reported as an event,
+// its note truncated; the condition keeps the whole message.
+func TestHugeFailureStillProducesEvent(t *testing.T) {
+	ns := namespace(t, "fp-huge")
+	var theirs, ours strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&theirs, "  key-%03d: theirs\n", i)
+		fmt.Fprintf(&ours, "key-%03d: ours, ", i)
+	}
+	applyAs(t, "other", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: %s}\ndata:\n%s", ns, theirs.String()))
+	fp := fieldPatch(t, fmt.Sprintf(`
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: huge, namespace: %s}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: big}
+  conflictPolicy: Fail
+  patch: {data: {%s}}
+`, ns, strings.TrimSuffix(ours.String(), ", ")))
+	waitReason(t, fp, "Conflict")
+	if c := readyCondition(fp); !strings.Contains(c.Message, "300 conflict(s)") || !strings.Contains(c.Message, ".data.key-299") {
+		t.Errorf("Ready message (%d bytes) does not list the 300 conflicts: %.200q", len(c.Message), c.Message)
+	}
+	hasEvent(t, ns, "huge", "Conflict", "300 conflict(s)")
+	var l eventsv1.EventList
+	if err := k8s.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Items {
+		if e.Regarding.Name == "huge" && e.Reason == "Conflict" && (len(e.Note) > 1024 || !strings.HasSuffix(e.Note, "(truncated)")) {
+			t.Errorf("note of %d bytes, want at most 1024 ending in the truncation marker: %q", len(e.Note), e.Note)
+		}
+	}
+	deleteAndWait(t, fp)
 }

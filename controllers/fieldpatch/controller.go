@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -235,25 +236,30 @@ func ownedByFieldops(live *unstructured.Unstructured, self string) (string, bool
 	return "", false
 }
 
+// event records an event about obj; its note is cleaned and bounded
+// (notes.Event), so that the apiserver accepts it.
 func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, args ...interface{}) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, typ, reason, "Reconcile", format, args...)
+		r.Recorder.Eventf(obj, nil, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
 	}
 }
 
-// fail records err in status and as an event and decides the retry.
+// fail records err in status and as an event and decides the retry. What
+// it reports (and returns, for the controller's log) is
+// ownershipcore.SafeMessage(err): no Go internals, no values of the target.
 func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {
 	st, gen := obj.PatchStatus(), obj.GetGeneration()
+	msg := ownershipcore.SafeMessage(err)
 	var te *targetError
 	if errors.As(err, &te) {
-		setStalled(st, gen, te.Reason, te.Error())
-		r.event(obj, corev1.EventTypeWarning, te.Reason, "%s", te.Error())
+		setStalled(st, gen, te.Reason, notes.Condition(msg))
+		r.event(obj, corev1.EventTypeWarning, te.Reason, "%s", msg)
 		if te.Retry {
 			return ctrl.Result{RequeueAfter: transientRetry}, nil
 		}
 		return ctrl.Result{}, nil
 	}
-	setWaiting(st, gen, ReasonApplyFailed, err.Error())
-	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", err.Error())
-	return ctrl.Result{}, err
+	setWaiting(st, gen, ReasonApplyFailed, notes.Condition(msg))
+	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", msg)
+	return ctrl.Result{}, errors.New(msg)
 }

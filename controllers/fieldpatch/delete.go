@@ -2,6 +2,7 @@ package fieldpatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -132,7 +134,8 @@ func (r *Reconciler) gaveBack(obj v1alpha1.Patcher, kind string, ref *unstructur
 }
 
 func (r *Reconciler) deleteFailed(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {
-	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonDeleteFailed, err.Error())
-	r.event(obj, corev1.EventTypeWarning, ReasonDeleteFailed, "%s", err.Error())
-	return ctrl.Result{}, err
+	msg := ownershipcore.SafeMessage(err)
+	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonDeleteFailed, notes.Condition(msg))
+	r.event(obj, corev1.EventTypeWarning, ReasonDeleteFailed, "%s", msg)
+	return ctrl.Result{}, errors.New(msg)
 }

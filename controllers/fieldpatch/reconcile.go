@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -115,15 +115,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	switch {
 	case errors.As(err, &conflictErr):
 		msg := describeConflicts(conflictErr.Conflicts)
-		setStalled(st, gen, ReasonConflict, msg)
+		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
 		r.event(obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
 		return ctrl.Result{}, writeLedger(st, ledger, string(live.GetUID()))
 	case errors.Is(err, ownershipcore.ErrTargetGone):
 		return r.targetMissing(obj, ref)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
 		return r.fail(obj, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err})
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		return r.fail(obj, stalled(ReasonInvalidPatch, "the apiserver rejected the patch: %v", err))
+	case errors.Is(err, ownershipcore.ErrInvalidIntent):
+		// Refused locally, before any request: only a spec change helps.
+		return r.fail(obj, stalled(ReasonInvalidPatch, "%w", err))
+	case ownershipcore.IsTerminal(err):
+		// 422 Invalid, 400, or a 500 for a patch the apiserver cannot type
+		// (a float where an int32 belongs): terminal until the spec changes.
+		return r.fail(obj, stalled(ReasonInvalidPatch, "the apiserver rejected the patch: %w", err))
 	case err != nil:
 		return r.fail(obj, err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -175,6 +176,8 @@ func (r *Reconciler) isValidated(key string) bool {
 	return ok
 }
 
+// event records an event regarding ps, and pod when not nil; its note is
+// cleaned and bounded (notes.Event), so the apiserver accepts it.
 func (r *Reconciler) event(ps *v1alpha1.PodSet, pod *corev1.Pod, typ, reason, format string, args ...interface{}) {
 	if r.Recorder == nil {
 		return
@@ -183,7 +186,7 @@ func (r *Reconciler) event(ps *v1alpha1.PodSet, pod *corev1.Pod, typ, reason, fo
 	if pod != nil {
 		related = pod
 	}
-	r.Recorder.Eventf(ps, related, typ, reason, "Reconcile", format, args...)
+	r.Recorder.Eventf(ps, related, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
 }
 
 // reconcile brings the pods to the spec.

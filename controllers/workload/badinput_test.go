@@ -2,10 +2,13 @@ package workload_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/workload"
@@ -53,7 +56,8 @@ func TestBadObjects(t *testing.T) {
 	kit.HasEvent(t, ns, "mixed", workload.ReasonUnknownKind, "example.com/v1, Kind=Nope")
 	kit.HasEvent(t, ns, "mixed", workload.ReasonInvalidObject, "metadata.name is required")
 	kit.HasEvent(t, ns, "mixed", workload.ReasonDuplicateObject, "already resources[2]")
-	kit.HasEvent(t, ns, "mixed", workload.ReasonRejected, "99999")
+	// The apiserver's reason, not the rejected value (issue 15, defect 9).
+	kit.HasEvent(t, ns, "mixed", workload.ReasonRejected, "spec.ports[0].port: Invalid value (omitted): must be between 1 and 65535")
 	if got := testutil.ToFloat64(metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, "Service", workload.ActionFailed)); got < 1 {
 		t.Errorf("fieldops_apply_total{kind=Service,action=Failed} = %v", got)
 	}
@@ -102,6 +106,71 @@ func TestInvalidIgnorePath(t *testing.T) {
 	kit.HasEvent(t, ns, "bad-ignore", workload.ReasonInvalidIgnorePath, "unclosed")
 	if kit.Exists(t, ref("v1", "ConfigMap", ns, "never")) {
 		t.Fatal("applied despite an invalid ignore path")
+	}
+	kit.DeleteAndWait(t, mw)
+}
+
+// Issue 15, defect 15: an object that can never be applied as it is
+// (duplicate list-map keys, refused locally without a request; a float
+// where an int32 belongs, refused by the apiserver) is Rejected without
+// retry, its message readable and without values (defect 9); the other
+// objects are applied.
+func TestUnappliableObjectIsRejected(t *testing.T) {
+	ns := kit.Namespace(t, "bad-terminal")
+	kit.ApplyAs(t, "helm", fmt.Sprintf(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shared, namespace: %s}
+spec:
+  selector: {matchLabels: {app: shared}}
+  template:
+    metadata: {labels: {app: shared}}
+    spec: {containers: [{name: app, image: "nginx:1.27"}]}
+`, ns))
+	failed := metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, "Deployment", workload.ActionFailed)
+	mw := newWorkload(t, ns, "terminal",
+		"{apiVersion: apps/v1, kind: Deployment, metadata: {name: shared}, spec: {template: {spec: {containers: [{name: app, env: [{name: DUP, value: s3cr3t-one}, {name: DUP, value: s3cr3t-two}]}]}}}}",
+		"{apiVersion: apps/v1, kind: Deployment, metadata: {name: float}, spec: {replicas: 1.5, selector: {matchLabels: {app: f}}, template: {metadata: {labels: {app: f}}, spec: {containers: [{name: app, image: nginx}]}}}}",
+		"{apiVersion: v1, kind: ConfigMap, metadata: {name: fine}, data: {k: v}}",
+	)
+	waitReason(t, mw, workload.ReasonObjectsFailed)
+	testkit.Eventually(t, "every object reconciled", func() (bool, string) {
+		kit.Get(t, mw)
+		return len(mw.Status.Inventory) == 3, "inventory incomplete"
+	})
+	for i, want := range map[int]string{
+		0: `Deployment bad-terminal/shared: apply Deployment bad-terminal/shared: invalid intent: the object does not fit the schema of apps/v1 Deployment: .spec.template.spec.containers[name="app"].env: duplicate entries for key [name="DUP"]`,
+		1: "Deployment bad-terminal/float: the apiserver rejected the object: apply Deployment bad-terminal/float: the object does not fit the Go type of apps/v1 Deployment: expected int32, got number",
+	} {
+		e := entry(t, mw, i)
+		if e.Reason != workload.ReasonRejected || e.Message != want {
+			t.Errorf("resources[%d]: %s %q, want %s %q", i, e.Reason, e.Message, workload.ReasonRejected, want)
+		}
+	}
+	if e := entry(t, mw, 2); e.Reason != "" || e.UID == "" {
+		t.Errorf("resources[2] not applied: %+v", e)
+	}
+	if s := meta.FindStatusCondition(mw.Status.Conditions, "Stalled"); s == nil || s.Status != "True" {
+		t.Errorf("Stalled = %+v, want True: nothing to retry", s)
+	}
+	if c := meta.FindStatusCondition(mw.Status.Conditions, "Ready"); c == nil || strings.Contains(c.Message, "s3cr3t") || strings.Contains(c.Message, "1.5") {
+		t.Errorf("Ready = %+v leaks a value", c)
+	}
+	kit.HasEvent(t, ns, "terminal", workload.ReasonRejected, `duplicate entries for key [name="DUP"]`)
+	kit.HasEvent(t, ns, "terminal", workload.ReasonRejected, "expected int32, got number")
+
+	// No retry: neither attempts nor writes after the reconcile settled.
+	time.Sleep(2 * time.Second)
+	attempts, shared, float := testutil.ToFloat64(failed), objectWrites(ns, "deployments", "shared"), objectWrites(ns, "deployments", "float")
+	if shared != 0 {
+		t.Errorf("%d writes to the Deployment refused locally, want none", shared)
+	}
+	time.Sleep(3 * time.Second)
+	if got := testutil.ToFloat64(failed) - attempts; got != 0 {
+		t.Errorf("%v failed applies in 3 s after Rejected, want none (no retry)", got)
+	}
+	if got := objectWrites(ns, "deployments", "float") - float; got != 0 {
+		t.Errorf("%d writes in 3 s after Rejected, want none", got)
 	}
 	kit.DeleteAndWait(t, mw)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -117,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // event records an event regarding mw; related, when not nil, is the
 // object of spec.resources it is about (events.k8s.io keeps events of
 // different related objects apart instead of folding them into a series).
+// Its note is cleaned and bounded (notes.Event), so the apiserver accepts it.
 func (r *Reconciler) event(mw *v1alpha1.ManagedWorkload, related *unstructured.Unstructured, typ, reason, format string, args ...interface{}) {
 	if r.Recorder == nil {
 		return
@@ -125,5 +127,5 @@ func (r *Reconciler) event(mw *v1alpha1.ManagedWorkload, related *unstructured.U
 	if related != nil && related.GetKind() != "" && related.GetName() != "" {
 		rel = related
 	}
-	r.Recorder.Eventf(mw, rel, typ, reason, "Reconcile", format, args...)
+	r.Recorder.Eventf(mw, rel, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
 }

@@ -353,17 +353,24 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 	return nil
 }
 
-// classify turns an apply error into an object error.
+// classify turns an apply error into an object error, its message
+// ownershipcore.SafeMessage(err). An object that can never be applied as
+// it is (ownershipcore.IsTerminal: refused locally, or by the apiserver
+// with 422, 400 or a 500 for a patch it cannot type) is Rejected without
+// retry: only a change of the spec helps.
 func classify(name string, err error) *objectError {
+	msg := ownershipcore.SafeMessage(err)
 	switch {
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return objErr(ReasonUnknownKind, true, "%s: %v", name, err)
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		return objErr(ReasonRejected, false, "%s: the apiserver rejected the object: %v", name, err)
+		return objErr(ReasonUnknownKind, true, "%s: %s", name, msg)
+	case errors.Is(err, ownershipcore.ErrInvalidIntent):
+		return objErr(ReasonRejected, false, "%s: %s", name, msg)
+	case ownershipcore.IsTerminal(err):
+		return objErr(ReasonRejected, false, "%s: the apiserver rejected the object: %s", name, msg)
 	case apierrors.IsForbidden(err):
-		return objErr(ReasonRejected, true, "%s: forbidden: %v", name, err)
+		return objErr(ReasonRejected, true, "%s: forbidden: %s", name, msg)
 	default:
-		return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
+		return objErr(ReasonApplyFailed, true, "%s: %s", name, msg)
 	}
 }
 
