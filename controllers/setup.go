@@ -14,6 +14,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/podset"
 	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/feature"
@@ -36,6 +37,16 @@ type Options struct {
 	// Plugins runs the plugins objects name (conflictPlugin,
 	// ignorePlugins); nil when the ExternalPlugins gate is off.
 	Plugins *host.Host
+	// DefaultServiceAccount is the account, in their own namespace, that
+	// FieldPatches and ManagedWorkloads without spec.serviceAccountName act
+	// as (--default-service-account); empty: the manager's own rights.
+	DefaultServiceAccount string
+	// NoCrossNamespaceRefs refuses ManagedWorkload objects outside the
+	// workload's namespace (--no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
+	// OwnNamespace is the manager's namespace: nothing in it may be a
+	// target.
+	OwnNamespace string
 }
 
 // Setup registers every fieldops controller with mgr, without plugins.
@@ -57,13 +68,15 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 		Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
 		Schema: schema,
 	}
+	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
+	tenants := &tenant.Appliers{Manager: applier, Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins}
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
 	}
-	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins}
+	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}

@@ -178,6 +178,25 @@ type FieldPatchSpec struct {
 	// Suspend stops reconciling (no writes, no drift repair) until cleared.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount every read and write of the
+	// target impersonates, so the patch can do no more than that account
+	// may (RBAC, including its escalation checks, judges the account, not
+	// the fieldops manager). A FieldPatch's account is in its own
+	// namespace. Empty: the manager's --default-service-account, or, when
+	// that is unset too, the manager's own rights.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// ServiceAccountNamespace is the namespace of ServiceAccountName, for a
+	// ClusterFieldPatch (required there with serviceAccountName). A
+	// FieldPatch may only name its own namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountNamespace string `json:"serviceAccountNamespace,omitempty"`
 }
 
 // PreviousOwner is one managed fields entry of the target, as it stood just

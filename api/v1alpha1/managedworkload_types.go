@@ -74,6 +74,16 @@ type ManagedWorkloadSpec struct {
 	// Suspend stops applying; deletion still prunes.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount, in the workload's namespace,
+	// that every read, write and deletion of the workload's objects
+	// impersonates: the workload can create and change only what that
+	// account may. Empty: the manager's --default-service-account, or, when
+	// that is unset too, the manager's own rights.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // InventoryEntry is one object of a ManagedWorkload as last reconciled.

@@ -40,6 +40,7 @@ func run() error {
 	var (
 		metricsAddr, probeAddr, localDir, pluginConfig, metricsCertDir string
 		leaderElect, local, metricsSecure                              bool
+		tenancy                                                        controllers.Options
 	)
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
@@ -50,12 +51,16 @@ func run() error {
 	fs.BoolVar(&local, "local", false, "Start an embedded local control plane (kube-apiserver and etcd from bin/) and run against it.")
 	fs.StringVar(&localDir, "local-dir", "bin/local", "With --local: where the kubeconfig is written.")
 	fs.StringVar(&pluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
+	fs.StringVar(&tenancy.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated): the lockdown mode recommended for shared clusters. Empty: they act with the manager's own rights.")
+	fs.BoolVar(&tenancy.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
+	fs.StringVar(&tenancy.OwnNamespace, "namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: nothing in it may be a target of a fieldops object (default: $POD_NAMESPACE).")
 	feature.Gates.AddFlag(fs)
 	zapOpts := zap.Options{Development: true}
 	goflags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(goflags)
-	fs.AddGoFlagSet(goflags)
+	// Before the copy into fs: controller-runtime's --kubeconfig.
 	ctrl.RegisterFlags(goflags)
+	fs.AddGoFlagSet(goflags)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -101,7 +106,8 @@ func run() error {
 			return err
 		}
 	}
-	return runManager(cfg, metricsOptions(metricsAddr, metricsSecure, metricsCertDir), probeAddr, leaderElect, plugins)
+	tenancy.Plugins = plugins
+	return runManager(cfg, metricsOptions(metricsAddr, metricsSecure, metricsCertDir), probeAddr, leaderElect, tenancy)
 }
 
 // metricsOptions configures the metrics endpoint. Secure serving follows
@@ -118,7 +124,7 @@ func metricsOptions(addr string, secure bool, certDir string) metricsserver.Opti
 	return opts
 }
 
-func runManager(cfg *rest.Config, metrics metricsserver.Options, probeAddr string, leaderElect bool, plugins *host.Host) error {
+func runManager(cfg *rest.Config, metrics metricsserver.Options, probeAddr string, leaderElect bool, opts controllers.Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 controllers.Scheme(),
 		Metrics:                metrics,
@@ -129,7 +135,7 @@ func runManager(cfg *rest.Config, metrics metricsserver.Options, probeAddr strin
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controllers.SetupWith(mgr, controllers.Options{Plugins: plugins}); err != nil {
+	if err := controllers.SetupWith(mgr, opts); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

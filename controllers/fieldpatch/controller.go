@@ -23,6 +23,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -60,6 +61,12 @@ type Reconciler struct {
 	// Plugins runs conflictPlugin and ignorePlugins; nil when the
 	// ExternalPlugins gate is off.
 	Plugins *host.Host
+	// Tenants gives each patch the Applier of the account it acts as
+	// (spec.serviceAccountName); nil: every patch uses Applier.
+	Tenants *tenant.Appliers
+	// Tenancy are the manager-wide tenant settings (default account, own
+	// namespace).
+	Tenancy tenant.Options
 
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
@@ -189,8 +196,8 @@ func (r *Reconciler) resolveTarget(obj v1alpha1.Patcher) (*unstructured.Unstruct
 		return nil, stalled(ReasonInvalidTarget, "target apiVersion %q: %v", t.APIVersion, err)
 	}
 	gvk := gv.WithKind(t.Kind)
-	if gvk.Group == v1alpha1.GroupVersion.Group {
-		return nil, stalled(ReasonForbiddenTarget, "target %s is a fieldops object; fieldops does not patch its own objects", t.Kind)
+	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, obj.TargetNamespace(), t.Name, r.Tenancy.OwnNamespace); ok {
+		return nil, stalled(ReasonForbiddenTarget, "target %s %s is %s; fieldops does not patch its own objects", t.Kind, t.Name, why)
 	}
 	if !r.Cluster && t.Namespace != "" && t.Namespace != obj.GetNamespace() {
 		return nil, stalled(ReasonCrossNamespaceTarget, "a FieldPatch may only target its own namespace %q, not %q: use a ClusterFieldPatch", obj.GetNamespace(), t.Namespace)
@@ -259,7 +266,37 @@ func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (ctrl.Result, error) 
 		}
 		return ctrl.Result{}, nil
 	}
+	if apierrors.IsForbidden(err) {
+		// The account may not do this: retried slowly (RBAC may change),
+		// never in a hot loop.
+		setWaiting(st, gen, ReasonForbidden, notes.Condition(msg))
+		r.event(obj, corev1.EventTypeWarning, ReasonForbidden, "%s", msg)
+		return ctrl.Result{RequeueAfter: transientRetry}, nil
+	}
 	setWaiting(st, gen, ReasonApplyFailed, notes.Condition(msg))
 	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", msg)
 	return ctrl.Result{}, errors.New(msg)
+}
+
+// applierFor returns the Applier of the account obj acts as, and that
+// account.
+func (r *Reconciler) applierFor(obj v1alpha1.Patcher) (*ownershipcore.Applier, tenant.Account, error) {
+	spec := obj.PatchSpec()
+	account, err := tenant.Resolve(r.Tenancy, obj.GetNamespace(), spec.ServiceAccountName, spec.ServiceAccountNamespace)
+	if err != nil {
+		return nil, account, stalled(ReasonInvalidTarget, "%v", err)
+	}
+	if r.Tenants == nil || account.IsManager() {
+		return r.Applier, account, nil
+	}
+	a, err := r.Tenants.For(account)
+	return a, account, err
+}
+
+// asAccount says which account a Forbidden error was met as.
+func asAccount(account tenant.Account, err error) error {
+	if err != nil && apierrors.IsForbidden(err) && !account.IsManager() {
+		return fmt.Errorf("acting as %s: %w", account, err)
+	}
+	return err
 }

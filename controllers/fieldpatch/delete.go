@@ -48,8 +48,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	if ref, err := r.resolveTarget(obj); err == nil && st.TargetUID != "" {
 		ref.SetUID(types.UID(st.TargetUID))
-		if err := r.giveBack(ctx, obj, ref, manager); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
+		applier, account, err := r.applierFor(obj)
+		if err != nil {
 			return r.deleteFailed(obj, err)
+		}
+		if err := r.giveBack(ctx, applier, obj, ref, manager); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
+			// Forbidden included: the finalizer stays until the account
+			// may give the fields back; never a partial hand-back.
+			return r.deleteFailed(obj, asAccount(account, err))
 		}
 	}
 	r.contests.Forget(string(obj.GetUID()))
@@ -63,10 +69,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 
 // giveBack runs the deletion policy on the target ref (which carries the
 // recorded UID).
-func (r *Reconciler) giveBack(ctx context.Context, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string) error {
+func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string) error {
 	st, policy := obj.PatchStatus(), obj.PatchSpec().DeletionPolicy
 	live := ref.DeepCopy()
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
+	if err := applier.APIReader.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
 		return err
 	}
 	if live.GetUID() != ref.GetUID() {
@@ -88,26 +94,26 @@ func (r *Reconciler) giveBack(ctx context.Context, obj v1alpha1.Patcher, ref *un
 	kind := ref.GetKind()
 	switch policy {
 	case v1alpha1.DeletionPolicyOrphan:
-		released, err := r.Applier.Release(ctx, ref, manager, ours.Fields)
+		released, err := applier.Release(ctx, ref, manager, ours.Fields)
 		if err != nil {
 			return err
 		}
 		r.gaveBack(obj, kind, ref, metrics.StepRelinquish, ReasonRelinquished, "left %d fields of %s %s in place without an owner (Orphan)", released)
 		return nil
 	case v1alpha1.DeletionPolicyRelinquish:
-		released, err := r.Applier.Release(ctx, ref, manager, ledger.Taken())
+		released, err := applier.Release(ctx, ref, manager, ledger.Taken())
 		if err != nil {
 			return err
 		}
 		r.gaveBack(obj, kind, ref, metrics.StepRelinquish, ReasonRelinquished, "left %d fields the patch took on %s %s in place without an owner", released)
 	default:
-		moved, err := r.Applier.HandBack(ctx, ref, manager, ledger.Previous(nil))
+		moved, err := applier.HandBack(ctx, ref, manager, ledger.Previous(nil))
 		if err != nil {
 			return err
 		}
 		r.gaveBack(obj, kind, ref, metrics.StepHandBack, ReasonHandedBack, "handed %d fields of %s %s back to their previous owners", moved)
 	}
-	res, err := r.Applier.Relinquish(ctx, ref, manager)
+	res, err := applier.Relinquish(ctx, ref, manager)
 	if err != nil {
 		return err
 	}
@@ -135,6 +141,11 @@ func (r *Reconciler) gaveBack(obj v1alpha1.Patcher, kind string, ref *unstructur
 
 func (r *Reconciler) deleteFailed(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {
 	msg := ownershipcore.SafeMessage(err)
+	if apierrors.IsForbidden(err) {
+		setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonForbidden, notes.Condition("deletion waits: "+msg))
+		r.event(obj, corev1.EventTypeWarning, ReasonForbidden, "deletion waits: %s", msg)
+		return ctrl.Result{RequeueAfter: transientRetry}, nil
+	}
 	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonDeleteFailed, notes.Condition(msg))
 	r.event(obj, corev1.EventTypeWarning, ReasonDeleteFailed, "%s", msg)
 	return ctrl.Result{}, errors.New(msg)

@@ -9,3 +9,6 @@ package fieldpatch
 // +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches/finalizers;clusterfieldpatches/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch
+// Impersonation of the ServiceAccount a FieldPatch or ManagedWorkload names
+// (spec.serviceAccountName): RBAC then judges that account.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate

@@ -49,12 +49,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
+	applier, account, err := r.applierFor(obj)
+	if err != nil {
+		return r.fail(obj, err)
+	}
 	if err := r.watches.Ensure(ref.GroupVersionKind()); err != nil {
 		return r.fail(obj, err)
 	}
-	live, err := r.Applier.Get(ctx, ref)
+	live, err := applier.Get(ctx, ref)
 	if err != nil {
-		return r.fail(obj, err)
+		return r.fail(obj, asAccount(account, err))
 	}
 	if live == nil {
 		return r.targetMissing(obj, ref)
@@ -80,8 +84,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if ledger, err = r.recordOwners(ctx, obj, ledger, live, owners, present, intentSet, manager); err != nil {
 		return r.fail(obj, err)
 	}
-	if err := r.giveBackDropped(ctx, obj, ref, live, owners, ledger, intentSet, manager); err != nil {
-		return r.fail(obj, err)
+	if err := r.giveBackDropped(ctx, applier, obj, ref, live, owners, ledger, intentSet, manager); err != nil {
+		return r.fail(obj, asAccount(account, err))
 	}
 
 	// Drift on our fields caused by another manager since our last write:
@@ -109,7 +113,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	res, err := r.Applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID()})
+	res, err := applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID()})
+	err = asAccount(account, err)
 	r.observe(ref.GetKind(), res, err, drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
@@ -225,7 +230,7 @@ func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipco
 // Orphan release them without an owner; values stay. Without this the
 // next apply would remove them. Under Orphan, dropped added fields are
 // released too. The ledger forgets what was given back.
-func (r *Reconciler) giveBackDropped(ctx context.Context, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldpath.Set, manager string) error {
+func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldpath.Set, manager string) error {
 	ours := owners.Applied(manager)
 	if ours == nil {
 		return nil
@@ -243,9 +248,9 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, obj v1alpha1.Patcher, 
 	var given *fieldpath.Set
 	var err error
 	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
-		given, err = r.Applier.HandBack(ctx, target, manager, ledger.Previous(dropped))
+		given, err = applier.HandBack(ctx, target, manager, ledger.Previous(dropped))
 	} else {
-		given, err = r.Applier.Release(ctx, target, manager, dropped)
+		given, err = applier.Release(ctx, target, manager, dropped)
 	}
 	if err != nil {
 		return err

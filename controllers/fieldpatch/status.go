@@ -35,6 +35,10 @@ const (
 	ReasonDeleteFailed         = "DeleteFailed"
 	ReasonPluginUnavailable    = "PluginUnavailable"
 	ReasonPluginFailed         = "PluginFailed"
+	// ReasonForbidden: the account the patch acts as
+	// (spec.serviceAccountName) may not read or write the target; the
+	// message names the verb, resource and account. Retried every 30 s.
+	ReasonForbidden = "Forbidden"
 )
 
 func setReady(st *v1alpha1.FieldPatchStatus, gen int64, message string) {

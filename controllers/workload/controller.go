@@ -19,6 +19,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -45,6 +46,11 @@ type Reconciler struct {
 	Gates featuregate.FeatureGate
 	// Plugins runs ignorePlugins; nil when the ExternalPlugins gate is off.
 	Plugins *host.Host
+	// Tenants gives each workload the Applier of the account it acts as
+	// (spec.serviceAccountName); nil: every workload uses Applier.
+	Tenants *tenant.Appliers
+	// Tenancy are the manager-wide tenant settings.
+	Tenancy tenant.Options
 
 	watches  *watch.Watches
 	contests *ownershipcore.Contests
@@ -128,4 +134,39 @@ func (r *Reconciler) event(mw *v1alpha1.ManagedWorkload, related *unstructured.U
 		rel = related
 	}
 	r.Recorder.Eventf(mw, rel, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
+}
+
+// applierFor returns the Applier of the account mw acts as, and that
+// account.
+func (r *Reconciler) applierFor(mw *v1alpha1.ManagedWorkload) (*ownershipcore.Applier, tenant.Account, error) {
+	account, err := tenant.Resolve(r.Tenancy, mw.Namespace, mw.Spec.ServiceAccountName, "")
+	if err != nil || r.Tenants == nil || account.IsManager() {
+		return r.Applier, account, err
+	}
+	a, err := r.Tenants.For(account)
+	return a, account, err
+}
+
+// asAccount says which account a Forbidden error was met as.
+func asAccount(account tenant.Account, err error) error {
+	if err != nil && apierrors.IsForbidden(err) && !account.IsManager() {
+		return fmt.Errorf("acting as %s: %w", account, err)
+	}
+	return err
+}
+
+// checkTarget refuses objects that are part of fieldops itself and, with
+// --no-cross-namespace-refs, objects outside the workload's namespace.
+func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
+	if o.intent == nil {
+		return nil
+	}
+	gvk := o.intent.GroupVersionKind()
+	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, o.intent.GetNamespace(), o.intent.GetName(), r.Tenancy.OwnNamespace); ok {
+		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.intent.GetNamespace(), o.intent.GetName()), why)
+	}
+	if r.Tenancy.NoCrossNamespaceRefs && o.intent.GetNamespace() != p.mw.Namespace {
+		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.intent.GetNamespace(), o.intent.GetName()), p.mw.Namespace)
+	}
+	return nil
 }

@@ -101,8 +101,8 @@ func filterLegacyOps(ops []jsonpatch.Operation) []jsonpatch.Operation {
 // empty; ignoreFor gives the paths to leave out, for the live object (or
 // desired, when there is none). It returns the action, the object after the write, and the paths
 // that still differ after the patch (a loop in the making).
-func (r *Reconciler) applyLegacy(ctx context.Context, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldpath.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
-	live, err := r.Applier.Get(ctx, desired)
+func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.Applier, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldpath.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
+	live, err := applier.Get(ctx, desired)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -116,7 +116,7 @@ func (r *Reconciler) applyLegacy(ctx context.Context, desired *unstructured.Unst
 		if err != nil {
 			return "", nil, nil, err
 		}
-		if err := r.Client.Create(ctx, obj, client.FieldOwner(manager)); err != nil {
+		if err := applier.Client.Create(ctx, obj, client.FieldOwner(manager)); err != nil {
 			return "", nil, nil, fmt.Errorf("create %s %s: %w", obj.GetKind(), refName(obj.GetNamespace(), obj.GetName()), err)
 		}
 		return ownershipcore.ActionCreated, obj, nil, nil
@@ -130,7 +130,7 @@ func (r *Reconciler) applyLegacy(ctx context.Context, desired *unstructured.Unst
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(manager)); err != nil {
+	if err := applier.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(manager)); err != nil {
 		return "", nil, nil, fmt.Errorf("patch %s %s: %w", live.GetKind(), refName(live.GetNamespace(), live.GetName()), err)
 	}
 	rest, err := r.legacyOps(live, desired, ignore)

@@ -72,14 +72,14 @@ func otherOwners(live *unstructured.Unstructured, ours sets.Set[string]) ([]stri
 // on, the object is the one the workload applied (same UID) and no other
 // manager co-owns its content; otherwise relinquished (only this workload's
 // fields leave it). An object already gone is fine.
-func (r *Reconciler) removeObject(ctx context.Context, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) (string, error) {
+func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) (string, error) {
 	ref := &unstructured.Unstructured{}
 	ref.SetAPIVersion(e.APIVersion)
 	ref.SetKind(e.Kind)
 	ref.SetNamespace(e.Namespace)
 	ref.SetName(e.Name)
 	live := ref.DeepCopy()
-	if err := r.Applier.APIReader.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
+	if err := applier.Client.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return removeGone, nil
 		}
@@ -91,14 +91,14 @@ func (r *Reconciler) removeObject(ctx context.Context, mw *v1alpha1.ManagedWorkl
 	}
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
 	if prunes(mw) && len(others) == 0 && live.GetUID() == e.UID {
-		err := r.Client.Delete(ctx, live, client.Preconditions{UID: &e.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		err := applier.Client.Delete(ctx, live, client.Preconditions{UID: &e.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("delete %s: %w", name, err)
 		}
 		r.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
 		return removeDeleted, nil
 	}
-	if _, err := r.Applier.Relinquish(ctx, ref, manager); err != nil {
+	if _, err := applier.Relinquish(ctx, ref, manager); err != nil {
 		return "", err
 	}
 	metrics.HandBacksTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, metrics.StepRelinquish).Inc()
@@ -142,12 +142,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 	if manager == "" {
 		manager = ManagerName(mw.Namespace, mw.Name)
 	}
+	applier, _, err := r.applierFor(mw)
+	if err != nil {
+		applier = r.Applier // an invalid account: the manager cleans up
+	}
 	var errs []error
 	for _, e := range removeOrder(mw.Status.Inventory) {
 		if e.UID == "" {
 			continue // never applied
 		}
-		if _, err := r.removeObject(ctx, mw, e, manager); err != nil {
+		if _, err := r.removeObject(ctx, applier, mw, e, manager); err != nil {
 			errs = append(errs, err)
 		}
 	}

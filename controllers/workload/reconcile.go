@@ -19,6 +19,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -46,6 +47,9 @@ var strategies = map[v1alpha1.WorkloadConflictPolicy]ownershipcore.ConflictStrat
 type pass struct {
 	mw      *v1alpha1.ManagedWorkload
 	manager string
+	// applier acts as the workload's account (spec.serviceAccountName).
+	applier *ownershipcore.Applier
+	account tenant.Account
 	ignore  *fieldpath.Set
 	ssa     bool
 	// prev are the last inventory's entries by object key and by index.
@@ -87,6 +91,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWo
 		return ctrl.Result{}, nil
 	}
 	p.ignore = ignore
+	applier, account, err := r.applierFor(mw)
+	if err != nil {
+		conditions.SetStalled(&st.Conditions, gen, ReasonInvalidObject, err.Error())
+		r.event(mw, nil, corev1.EventTypeWarning, ReasonInvalidObject, "%v", err)
+		return ctrl.Result{}, nil
+	}
+	p.applier, p.account = applier, account
 	if len(mw.Spec.IgnorePlugins) > 0 {
 		for _, name := range mw.Spec.IgnorePlugins {
 			if _, err := r.checkPlugin(name); err != nil {
@@ -136,6 +147,9 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 		}
 	}
 	oe := o.err
+	if oe == nil {
+		oe = r.checkTarget(p, o)
+	}
 	if oe == nil {
 		if err := r.watches.Ensure(o.intent.GroupVersionKind()); err != nil {
 			oe = objErr(ReasonApplyFailed, true, "%v", err)
@@ -191,12 +205,12 @@ func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.U
 // ownership first.
 func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	live, err := r.Applier.Get(ctx, o.intent)
+	live, err := p.applier.Get(ctx, o.intent)
 	if err != nil {
-		return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
+		return classify(name, asAccount(p.account, err))
 	}
 	if from := sets.List(ourManagers(p.mw, p.manager)); live != nil && ownershipcore.NeedsUpgrade(live, from) {
-		migrated, err := r.Applier.UpgradeManagers(ctx, o.intent, from, p.manager)
+		migrated, err := p.applier.UpgradeManagers(ctx, o.intent, from, p.manager)
 		if err != nil {
 			return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
 		}
@@ -230,9 +244,10 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", name, drifter, at.UTC().Format(time.RFC3339))
 		}
 	}
-	res, err := r.Applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
+	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
 		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: ignore,
 	})
+	err = asAccount(p.account, err)
 	for _, c := range res.Forced {
 		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
 	}
@@ -329,7 +344,7 @@ func (r *Reconciler) drift(p *pass, name string, live, intent *unstructured.Unst
 // applyLegacyObject takes the legacy path for one object.
 func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, applied bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	action, obj, residual, err := r.applyLegacy(ctx, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldpath.Set {
+	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldpath.Set {
 		return r.ignoreFor(ctx, p, obj)
 	})
 	if err != nil {
@@ -367,6 +382,10 @@ func classify(name string, err error) *objectError {
 		return objErr(ReasonRejected, false, "%s: %s", name, msg)
 	case ownershipcore.IsTerminal(err):
 		return objErr(ReasonRejected, false, "%s: the apiserver rejected the object: %s", name, msg)
+	case apierrors.IsForbidden(err) && strings.Contains(msg, "cannot "):
+		// RBAC: the account may not (the message names verb, resource
+		// and account). Retried every 30 s: roles may change.
+		return objErr(ReasonForbidden, true, "%s: %s", name, msg)
 	case apierrors.IsForbidden(err):
 		return objErr(ReasonRejected, true, "%s: forbidden: %s", name, msg)
 	default:
@@ -386,7 +405,7 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) []v1alpha1.InventoryEnt
 	}
 	var pending []v1alpha1.InventoryEntry
 	for _, e := range removeOrder(gone) {
-		if _, err := r.removeObject(ctx, p.mw, e, p.manager); err != nil {
+		if _, err := r.removeObject(ctx, p.applier, p.mw, e, p.manager); err != nil {
 			e.Index, e.Action, e.Reason, e.Message = -1, ActionFailed, ReasonPruneFailed, err.Error()
 			r.event(p.mw, nil, corev1.EventTypeWarning, ReasonPruneFailed, "%v", err)
 			pending = append(pending, e)

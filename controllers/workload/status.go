@@ -24,6 +24,12 @@ const (
 	// the object (repairs are backed off), or another fieldops object took
 	// them (no repair: fieldops objects never fight each other).
 	ReasonContested = "Contested"
+	// ReasonForbidden: the workload's account (spec.serviceAccountName)
+	// may not read or write the object; retried every 30 s.
+	ReasonForbidden = "Forbidden"
+	// ReasonForbiddenObject: the object is part of fieldops itself, or
+	// outside the workload's namespace under --no-cross-namespace-refs.
+	ReasonForbiddenObject = "ForbiddenObject"
 
 	// Events only.
 	ReasonCreated       = "Created"
