@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,36 +77,62 @@ func patchedObject(spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructure
 // they are, for intent to classify.
 func (r *Reconciler) patchIntent(obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
 	spec := obj.PatchSpec()
-	var sch *typedSchema
-	tv, err := r.Applier.Schema.ToTyped(live)
-	switch {
-	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return nil, err
-	case err == nil:
-		sch = &typedSchema{schema: tv.Schema(), root: tv.TypeRef()}
-	}
+	// The schema is read from live's typed value only when a question
+	// needs it (an empty object, a JSON patch): most patches never ask.
+	sch := &lazySchema{load: func() *typedSchema {
+		tv, err := r.Applier.Schema.ToTyped(live)
+		if err != nil {
+			return nil // the intent's own conversion reports it
+		}
+		return &typedSchema{schema: tv.Schema(), root: tv.TypeRef()}
+	}}
 	target := patchTarget{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
-	var info schemaInfo
-	if sch != nil {
-		info = sch
-	}
-	if err := validatePatch(typeOrApply(spec.Type), spec.Patch.Raw, target, info); err != nil {
+	if err := validatePatch(typeOrApply(spec.Type), spec.Patch.Raw, target, sch); err != nil {
 		return nil, stalled(ReasonInvalidPatch, "%v", err)
 	}
 	if typeOrApply(spec.Type) == v1alpha1.PatchTypeApply {
 		return applyIntent(spec, live.GroupVersionKind(), live.GetNamespace())
 	}
 	var owned ownedFunc
-	if sch != nil {
-		if owned, err = sch.owned(live, obj.PatchStatus(), manager); err != nil {
+	if spec.Type == v1alpha1.PatchTypeJSON && sch.get() != nil {
+		var err error
+		if owned, err = sch.get().owned(live, obj.PatchStatus(), manager); err != nil {
 			return nil, err
 		}
 	}
-	patched, err := patchedObject(spec, live, info, owned)
+	patched, err := patchedObject(spec, live, sch, owned)
 	if err != nil {
 		return nil, err
 	}
 	return r.Applier.ChangedIntent(live, patched, manager)
+}
+
+// lazySchema is a schemaInfo that loads its typedSchema at the first
+// question; a nil typedSchema (the kind's schema could not be read)
+// answers no struct and no list keys.
+type lazySchema struct {
+	load   func() *typedSchema
+	once   sync.Once
+	schema *typedSchema
+}
+
+func (l *lazySchema) get() *typedSchema {
+	l.once.Do(func() { l.schema = l.load() })
+	return l.schema
+}
+
+// IsStruct implements schemaInfo.
+func (l *lazySchema) IsStruct(path []string) bool {
+	s := l.get()
+	return s != nil && s.IsStruct(path)
+}
+
+// ListKeys implements schemaInfo.
+func (l *lazySchema) ListKeys(path []string) []string {
+	if s := l.get(); s != nil {
+		return s.ListKeys(path)
+	}
+	return nil
 }
 
 // applyIntent reads an Apply patch: a partial object, given the identity of
