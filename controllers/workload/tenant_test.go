@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/test/testkit"
 	"github.com/fieldops/fieldops/controllers/workload"
+	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // Escalation 3 of issue 16: a namespace admin's workload creates what its
