@@ -47,6 +47,9 @@ type Options struct {
 	// OwnNamespace is the manager's namespace: nothing in it may be a
 	// target.
 	OwnNamespace string
+	// Concurrency is how many objects each controller reconciles at once
+	// (--concurrency); 0 means 1.
+	Concurrency int
 }
 
 // Setup registers every fieldops controller with mgr, without plugins.
@@ -71,16 +74,16 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
 	tenants := &tenant.Appliers{Manager: applier, Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy}
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
 	}
-	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy}
+	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}
-	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates}
+	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Concurrency: opts.Concurrency}
 	if err := ps.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up PodSet controller: %w", err)
 	}

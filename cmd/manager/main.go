@@ -40,7 +40,8 @@ func run() error {
 	var (
 		metricsAddr, probeAddr, localDir, pluginConfig, metricsCertDir string
 		leaderElect, local, metricsSecure                              bool
-		tenancy                                                        controllers.Options
+		setup                                                          controllers.Options
+		pprofAddr                                                      string
 	)
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
@@ -51,9 +52,11 @@ func run() error {
 	fs.BoolVar(&local, "local", false, "Start an embedded local control plane (kube-apiserver and etcd from bin/) and run against it.")
 	fs.StringVar(&localDir, "local-dir", "bin/local", "With --local: where the kubeconfig is written.")
 	fs.StringVar(&pluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
-	fs.StringVar(&tenancy.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated): the lockdown mode recommended for shared clusters. Empty: they act with the manager's own rights.")
-	fs.BoolVar(&tenancy.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
-	fs.StringVar(&tenancy.OwnNamespace, "namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: nothing in it may be a target of a fieldops object (default: $POD_NAMESPACE).")
+	fs.StringVar(&setup.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated): the lockdown mode recommended for shared clusters. Empty: they act with the manager's own rights.")
+	fs.BoolVar(&setup.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
+	fs.StringVar(&setup.OwnNamespace, "namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: nothing in it may be a target of a fieldops object (default: $POD_NAMESPACE).")
+	fs.IntVar(&setup.Concurrency, "concurrency", 4, "How many objects each controller reconciles at once.")
+	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on (go tool pprof); empty disables it.")
 	feature.Gates.AddFlag(fs)
 	zapOpts := zap.Options{Development: true}
 	goflags := flag.NewFlagSet("", flag.ContinueOnError)
@@ -106,8 +109,8 @@ func run() error {
 			return err
 		}
 	}
-	tenancy.Plugins = plugins
-	return runManager(cfg, metricsOptions(metricsAddr, metricsSecure, metricsCertDir), probeAddr, leaderElect, tenancy)
+	setup.Plugins = plugins
+	return runManager(cfg, managerOptions{metrics: metricsOptions(metricsAddr, metricsSecure, metricsCertDir), probeAddr: probeAddr, pprofAddr: pprofAddr, leaderElect: leaderElect}, setup)
 }
 
 // metricsOptions configures the metrics endpoint. Secure serving follows
@@ -124,12 +127,20 @@ func metricsOptions(addr string, secure bool, certDir string) metricsserver.Opti
 	return opts
 }
 
-func runManager(cfg *rest.Config, metrics metricsserver.Options, probeAddr string, leaderElect bool, opts controllers.Options) error {
+// managerOptions are the manager's serving options.
+type managerOptions struct {
+	metrics              metricsserver.Options
+	probeAddr, pprofAddr string
+	leaderElect          bool
+}
+
+func runManager(cfg *rest.Config, m managerOptions, opts controllers.Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 controllers.Scheme(),
-		Metrics:                metrics,
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
+		Metrics:                m.metrics,
+		HealthProbeBindAddress: m.probeAddr,
+		PprofBindAddress:       m.pprofAddr,
+		LeaderElection:         m.leaderElect,
 		LeaderElectionID:       "fieldops.dev",
 	})
 	if err != nil {

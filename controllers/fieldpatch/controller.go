@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -51,7 +52,10 @@ const transientRetry = 30 * time.Second
 // Reconciler reconciles FieldPatch (Cluster false) or ClusterFieldPatch
 // (Cluster true).
 type Reconciler struct {
-	Client client.Client
+	// Concurrency is how many objects are reconciled at once (the
+	// manager's --concurrency); 0 means 1.
+	Concurrency int
+	Client      client.Client
 	// APIReader reads FieldPatches without the cache where a stale copy
 	// would be wrong (the record of previous owners). Nil means Client.
 	APIReader client.Reader
@@ -102,6 +106,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Named(name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Build(r)
 	if err != nil {
 		return err

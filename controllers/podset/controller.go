@@ -21,6 +21,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
@@ -41,9 +42,12 @@ func ManagerName(namespace, name string) string {
 
 // Reconciler reconciles PodSets.
 type Reconciler struct {
-	Client   client.Client
-	Applier  *ownershipcore.Applier
-	Recorder events.EventRecorder
+	// Concurrency is how many objects are reconciled at once (the
+	// manager's --concurrency); 0 means 1.
+	Concurrency int
+	Client      client.Client
+	Applier     *ownershipcore.Applier
+	Recorder    events.EventRecorder
 	// Gates are read on every reconcile: InPlacePodMetadata.
 	Gates featuregate.FeatureGate
 
@@ -59,6 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.PodSet{}).
 		Owns(&corev1.Pod{}).
 		Named("podset").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r)
 }
 

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -39,9 +40,12 @@ const objectIndex = "fieldops.dev/object"
 
 // Reconciler reconciles ManagedWorkloads.
 type Reconciler struct {
-	Client   client.Client
-	Applier  *ownershipcore.Applier
-	Recorder events.EventRecorder
+	// Concurrency is how many objects are reconciled at once (the
+	// manager's --concurrency); 0 means 1.
+	Concurrency int
+	Client      client.Client
+	Applier     *ownershipcore.Applier
+	Recorder    events.EventRecorder
 	// Gates are read on every reconcile: ServerSideApply picks the path.
 	Gates featuregate.FeatureGate
 	// Plugins runs ignorePlugins; nil when the ExternalPlugins gate is off.
@@ -67,6 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Named("managedworkload").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Build(r)
 	if err != nil {
 		return err

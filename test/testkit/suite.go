@@ -73,7 +73,8 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	for path, h := range opts.Webhooks {
 		mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: h})
 	}
-	var setup controllers.Options
+	// The manager's default worker count, so tests see concurrent reconciles.
+	setup := controllers.Options{Concurrency: 4}
 	if len(opts.Plugins) > 0 {
 		plugins, stop, err := ExamplePlugins(opts.Plugins...)
 		if err != nil {
