@@ -73,12 +73,23 @@ func TestTenantCannotEscalate(t *testing.T) {
 	q := tenantPatch(t, ns, "quota", "sa", `{apiVersion: v1, kind: ResourceQuota, name: q}`, "Apply", `{spec: {hard: {pods: "1000"}}}`)
 	g := tenantPatch(t, ns, "grow", "sa", `{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, name: grow}`, "Apply",
 		`{rules: [{apiGroups: ["*"], resources: ["*"], verbs: [create, delete, get, list, patch, watch]}]}`)
-	for _, fp := range []*v1alpha1.FieldPatch{q, g} {
-		waitReason(t, fp, "Forbidden")
-		if c := readyCondition(fp); !strings.Contains(c.Message, "system:serviceaccount:"+ns+":sa") {
-			t.Errorf("%s: message %q does not name the account", fp.Name, c.Message)
+	// Escalation 5: ci (no rights of its own, as with only
+	// fieldops-fieldpatch-editor) adds itself to a RoleBinding.
+	b := tenantPatch(t, ns, "bind", "ci", `{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, name: sa-admin}`, "JSON",
+		`[{op: add, path: /subjects/-, value: {kind: ServiceAccount, name: ci, namespace: `+ns+`}}]`)
+	for _, tc := range []struct {
+		fp      *v1alpha1.FieldPatch
+		account string
+	}{{q, "sa"}, {g, "sa"}, {b, "ci"}} {
+		waitReason(t, tc.fp, "Forbidden")
+		if c := readyCondition(tc.fp); !strings.Contains(c.Message, "system:serviceaccount:"+ns+":"+tc.account) {
+			t.Errorf("%s: message %q does not name the account", tc.fp.Name, c.Message)
 		}
-		hasEvent(t, ns, fp.Name, "Forbidden", "ServiceAccount "+ns+"/sa")
+		hasEvent(t, ns, tc.fp.Name, "Forbidden", "ServiceAccount "+ns+"/"+tc.account)
+	}
+	var rb rbacv1.RoleBinding
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sa-admin"}, &rb); err != nil || len(rb.Subjects) != 1 {
+		t.Fatalf("RoleBinding subjects = %+v (err %v), want only sa", rb.Subjects, err)
 	}
 	get(t, quota)
 	if p := quota.Spec.Hard[corev1.ResourcePods]; p.String() != "2" {
@@ -91,6 +102,7 @@ func TestTenantCannotEscalate(t *testing.T) {
 	// Deleting a patch that never wrote succeeds.
 	deleteAndWait(t, q)
 	deleteAndWait(t, g)
+	deleteAndWait(t, b)
 }
 
 // A tenant patches what its account may patch: applied, and handed back
