@@ -165,10 +165,17 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	}
 	// A deleted object is no longer live (settle leaves it alone), but its
 	// model is kept for the checks of its release.
-	deletedPatch, deletedWorkload := r.model.patches[s.Who], r.model.workloads[s.Who]
-	if s.Op == OpPatchDelete || s.Op == OpWorkloadDelete {
+	var deletedPatch *patchModel
+	var deletedWorkload string
+	switch s.Op {
+	case OpPatchDelete:
+		deletedPatch = r.model.patches[s.Who]
 		delete(r.model.patches, s.Who)
+	case OpWorkloadDelete:
+		deletedWorkload = r.model.workloads[s.Who]
 		delete(r.model.workloads, s.Who)
+	}
+	if s.Op == OpPatchDelete || s.Op == OpWorkloadDelete {
 		if v := r.waitGone(ctx, s); v != nil {
 			return append(vs, *v), note, nil, nil
 		}
@@ -300,7 +307,7 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 func (r *run) response(u *unstructured.Unstructured, before *snapshot, err error) (*snapshot, string, error) {
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return before, "refused: " + err.Error(), nil
+		return before, "refused: " + strings.Join(strings.Fields(err.Error()), " "), nil
 	case err != nil:
 		return nil, "", err
 	}
