@@ -21,6 +21,7 @@ type Violation struct {
 	Message   string
 }
 
+// String prints the violation as "(n) message".
 func (v Violation) String() string { return fmt.Sprintf("(%d) %s", v.Invariant, v.Message) }
 
 // owner is one managedFields entry's identity: a field manager and its
