@@ -49,23 +49,25 @@ type Slot struct {
 // targetName is the name of every sequence's target (one per namespace).
 const targetName = "target"
 
-var (
-	str = func(vs ...string) []interface{} {
-		out := make([]interface{}, len(vs))
-		for i, v := range vs {
-			out[i] = v
-		}
-		return out
+// str and ints make slot values.
+func str(vs ...string) []interface{} {
+	out := make([]interface{}, len(vs))
+	for i, v := range vs {
+		out[i] = v
 	}
-	ints = func(vs ...int64) []interface{} {
-		out := make([]interface{}, len(vs))
-		for i, v := range vs {
-			out[i] = v
-		}
-		return out
+	return out
+}
+
+func ints(vs ...int64) []interface{} {
+	out := make([]interface{}, len(vs))
+	for i, v := range vs {
+		out[i] = v
 	}
-	present = []interface{}{true}
-)
+	return out
+}
+
+// present is the value of a set element slot.
+var present = []interface{}{true}
 
 // configMap: a granular map (data) and metadata maps.
 var configMap = &Kind{

@@ -59,8 +59,11 @@
 //     held it does not come back to that owner when the patch lets it go.
 //  6. Writes are bounded: fieldops reaches a round that writes nothing
 //     within a few rounds of one reconcile each (a count, not a clock).
-//  7. A FieldPatch that applied does not end InvalidPatch or ApplyFailed
-//     when nothing but fieldops acted (a patch must hold once applied).
+//  7. No FieldPatch ends a step InvalidPatch or ApplyFailed: the generator
+//     only makes patches that fit the target (JSON pointers whose parents
+//     base keeps, merge patches through maps only), so such a reason is
+//     fieldops turning a valid patch invalid (a non-idempotent JSON
+//     operation applied twice) or an error that does not heal.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another

@@ -25,7 +25,7 @@ const MinSteps = 4
 // the same sequence.
 func Generate(seed int64, maxSteps int) Sequence {
 	r := rand.New(rand.NewSource(seed))
-	g := &gen{r: r, kind: kinds[r.Intn(len(kinds))], applied: map[string][]Field{}, workloads: map[string][]Field{}, setBy: map[string]string{}}
+	g := &gen{r: r, kind: kinds[r.Intn(len(kinds))], applied: map[string][]Field{}, workloads: map[string][]Field{}, setBy: map[string]string{}, present: map[string]bool{}}
 	n := MinSteps
 	if maxSteps > MinSteps {
 		n += r.Intn(maxSteps - MinSteps + 1)
@@ -51,8 +51,10 @@ type gen struct {
 	patches int
 	// workloads are the live ManagedWorkloads' intents.
 	workloads map[string][]Field
-	// setBy is the manager that last set each path.
-	setBy map[string]string
+	// setBy is the manager that last set (or removed) each path; present
+	// says whether that was a set.
+	setBy   map[string]string
+	present map[string]bool
 }
 
 // next picks a step, by weight, among those possible now.
@@ -150,7 +152,7 @@ func (g *gen) update() Step {
 // set notes that manager m set (or removed) fields.
 func (g *gen) set(m string, fields []Field) {
 	for _, f := range fields {
-		g.setBy[f.Path] = m
+		g.setBy[f.Path], g.present[f.Path] = m, f.Value != nil
 	}
 }
 
@@ -197,8 +199,17 @@ func (g *gen) editPatch() Step {
 	s := *g.patch
 	s.Op = OpPatchEdit
 	switch x := g.r.Intn(10); {
-	case len(s.Fields) > 1 && x < 4:
-		s.Fields = without(s.Fields, g.r.Intn(len(s.Fields)))
+	case len(s.Fields) > 1 && x < 5:
+		// Drop a field, more often one another manager set (one the patch
+		// took).
+		i := g.r.Intn(len(s.Fields))
+		for j, f := range s.Fields {
+			if _, ok := g.setBy[f.Path]; ok && g.r.Intn(3) > 0 {
+				i = j
+				break
+			}
+		}
+		s.Fields = without(s.Fields, i)
 	default:
 		s.Fields = with(s.Fields, g.value(g.slot(g.fits(s.Type))))
 	}
@@ -269,9 +280,15 @@ func (g *gen) slot(ok func(Slot) bool) Slot {
 	return all[g.r.Intn(len(all))]
 }
 
-// held is the set of paths in some actor's intent.
+// held is the set of paths in some actor's intent, or last set by an
+// update.
 func (g *gen) held() map[string]bool {
 	out := map[string]bool{}
+	for p, ok := range g.present {
+		if ok {
+			out[p] = true
+		}
+	}
 	add := func(fs []Field) {
 		for _, f := range fs {
 			out[f.Path] = true

@@ -3,6 +3,7 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,10 +37,11 @@ type Env struct {
 
 // fieldops is one running fieldops manager of a run.
 type fieldops struct {
-	cache  cache.Cache
-	writes *testkit.WriteCounter
-	cancel context.CancelFunc
-	done   chan error
+	cache    cache.Cache
+	writes   *testkit.WriteCounter
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
 }
 
 // startFieldops starts a manager with every fieldops controller (as
@@ -94,8 +96,11 @@ func (m *countingManager) Add(r manager.Runnable) error {
 	return m.Manager.Add(r)
 }
 
-// stop stops the manager and waits until it has.
+// stop stops the manager and waits until it has (once: later calls
+// return at once).
 func (f *fieldops) stop() {
-	f.cancel()
-	<-f.done
+	f.stopOnce.Do(func() {
+		f.cancel()
+		<-f.done
+	})
 }

@@ -21,6 +21,7 @@ type Violation struct {
 	Message   string
 }
 
+// String prints the violation as "(n) message".
 func (v Violation) String() string { return fmt.Sprintf("(%d) %s", v.Invariant, v.Message) }
 
 // owner is one managedFields entry's identity: a field manager and its
@@ -306,10 +307,12 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 			continue
 		}
 		isOwner = true
+		// By manager name: an Update of a field moves it from the
+		// manager's Apply entry to its Update entry; it still holds it.
 		switch {
-		case written.owns(o, p):
+		case written.ownsAny(o.Manager, p):
 			delete(rec.dropped, o) // it holds the field again
-		case had && !has, before.owns(o, p) && has:
+		case had && !has, before.ownsAny(o.Manager, p) && has:
 			rec.dropped[o] = true // it removed or relinquished the field
 		}
 	}
@@ -358,7 +361,7 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		when = fmt.Sprintf("at the deletion of %s (deletionPolicy %s)", pm.name, pm.deletion)
 	}
 	for o := range rec.dropped {
-		if after.owns(o, p) {
+		if after.ownsAny(o.Manager, p) {
 			out = append(out, Violation{5, fmt.Sprintf("%s: %s let it go while %s held it, yet got it back %s (now %s)", k, o, pm.name, when, after.describe(p))})
 		}
 	}

@@ -165,10 +165,17 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	}
 	// A deleted object is no longer live (settle leaves it alone), but its
 	// model is kept for the checks of its release.
-	deletedPatch, deletedWorkload := r.model.patches[s.Who], r.model.workloads[s.Who]
-	if s.Op == OpPatchDelete || s.Op == OpWorkloadDelete {
+	var deletedPatch *patchModel
+	var deletedWorkload string
+	switch s.Op {
+	case OpPatchDelete:
+		deletedPatch = r.model.patches[s.Who]
 		delete(r.model.patches, s.Who)
+	case OpWorkloadDelete:
+		deletedWorkload = r.model.workloads[s.Who]
 		delete(r.model.workloads, s.Who)
+	}
+	if s.Op == OpPatchDelete || s.Op == OpWorkloadDelete {
 		if v := r.waitGone(ctx, s); v != nil {
 			return append(vs, *v), note, nil, nil
 		}
@@ -300,7 +307,7 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 func (r *run) response(u *unstructured.Unstructured, before *snapshot, err error) (*snapshot, string, error) {
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return before, "refused: " + err.Error(), nil
+		return before, "refused: " + strings.Join(strings.Fields(err.Error()), " "), nil
 	case err != nil:
 		return nil, "", err
 	}
@@ -438,10 +445,15 @@ func (r *run) waitGone(ctx context.Context, s Step) *Violation {
 		return nil
 	}
 	why := r.recs.lastError(reconcileKey(controller, r.ns, s.Who))
-	if p, ok := obj.(*v1alpha1.FieldPatch); ok {
-		if c := meta.FindStatusCondition(p.Status.Conditions, fieldpatch.ConditionReady); c != nil {
-			why = c.Reason + ": " + c.Message
-		}
+	var conds []metav1.Condition
+	switch o := obj.(type) {
+	case *v1alpha1.FieldPatch:
+		conds = o.Status.Conditions
+	case *v1alpha1.ManagedWorkload:
+		conds = o.Status.Conditions
+	}
+	if c := meta.FindStatusCondition(conds, fieldpatch.ConditionReady); c != nil {
+		why = "Ready " + c.Reason + ": " + c.Message
 	}
 	return &Violation{2, fmt.Sprintf("%s was not gone %s after its deletion (%v): %s", s.Who, r.env.Timeout, err, why)}
 }
@@ -475,9 +487,9 @@ const maxRounds = 4
 // it, touches every live FieldPatch and workload (an annotation) and waits
 // until a reconcile of each that started after the touch has finished. It
 // stops at a round in which fieldops wrote nothing. Still writing after
-// maxRounds is invariant (6); a FieldPatch that had applied in this
-// settle and ends InvalidPatch or ApplyFailed, with nothing but fieldops
-// acting, is invariant (7). It returns the FieldPatches' Ready reasons.
+// maxRounds is invariant (6); a FieldPatch that ends InvalidPatch or
+// ApplyFailed is invariant (7): the generator only makes patches that fit
+// the target. It returns the FieldPatches' Ready reasons.
 func (r *run) settle(ctx context.Context) ([]Violation, string) {
 	type object struct {
 		obj        client.Object
@@ -493,8 +505,6 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 	if len(objs) == 0 {
 		return nil, ""
 	}
-	applied := map[string]bool{}
-	reasons := map[string]string{}
 	for round := 1; ; round++ {
 		if err := r.waitCached(ctx); err != nil {
 			return []Violation{{6, fmt.Sprintf("the fieldops manager's cache did not catch up with the target: %v", err)}}, ""
@@ -517,12 +527,6 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 			}
 		}
 		w1 := r.writes()
-		for name := range r.model.patches {
-			reasons[name] = r.readyReason(ctx, name)
-			if reasons[name] == fieldpatch.ReasonApplied {
-				applied[name] = true
-			}
-		}
 		if w1.total == w0.total {
 			break
 		}
@@ -532,10 +536,11 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 	}
 	var vs []Violation
 	var notes []string
-	for name, reason := range reasons {
-		notes = append(notes, name+" "+reason)
-		if applied[name] && (reason == fieldpatch.ReasonInvalidPatch || reason == fieldpatch.ReasonApplyFailed) {
-			vs = append(vs, Violation{7, fmt.Sprintf("%s applied, then, with only fieldops acting, ended %s: %s", name, reason, r.readyMessage(ctx, name))})
+	for name := range r.model.patches {
+		c := r.readyCondition(ctx, name)
+		notes = append(notes, name+" "+c.Reason)
+		if c.Reason == fieldpatch.ReasonInvalidPatch || c.Reason == fieldpatch.ReasonApplyFailed {
+			vs = append(vs, Violation{7, fmt.Sprintf("%s, a patch that fits the target, ends %s: %s", name, c.Reason, c.Message)})
 		}
 	}
 	sort.Strings(notes)
@@ -551,14 +556,6 @@ func (r *run) readyCondition(ctx context.Context, name string) *metav1.Condition
 		return c
 	}
 	return &metav1.Condition{Reason: "NoReadyCondition"}
-}
-
-func (r *run) readyReason(ctx context.Context, name string) string {
-	return r.readyCondition(ctx, name).Reason
-}
-
-func (r *run) readyMessage(ctx context.Context, name string) string {
-	return r.readyCondition(ctx, name).Message
 }
 
 // waitCached waits until the fieldops manager's cache holds the target at

@@ -16,6 +16,8 @@ type Field struct {
 	Value interface{}
 }
 
+// String prints the field as `path=value` (JSON), `path removed`, or the
+// path of a set element.
 func (f Field) String() string {
 	switch {
 	case f.Value == nil:
