@@ -77,6 +77,10 @@ type Result struct {
 	// Removed are fields Relinquish removed itself because the apiserver
 	// left them after the empty apply (nil otherwise).
 	Removed *fieldpath.Set
+	// Kept are fields Relinquish could not remove, because the object
+	// would be invalid without them (the apiserver refused the empty
+	// apply); they stay with their values and no owner. Nil otherwise.
+	Kept *fieldpath.Set
 }
 
 // Applier applies intents with Server-Side Apply. It reads live objects

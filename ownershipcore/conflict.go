@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -122,5 +123,12 @@ func conflictsFrom(err error, intent *fieldpath.Set) ([]Conflict, bool) {
 		}
 		out = append(out, c)
 	}
+	// The apiserver lists conflicts in map order: sort them, so that the
+	// same conflicts always read the same (no status rewrite, no repeated
+	// event, on every reconcile).
+	sort.SliceStable(out, func(i, j int) bool {
+		pi, pj := out[i].Path.String(), out[j].Path.String()
+		return pi < pj || pi == pj && out[i].Manager < out[j].Manager
+	})
 	return out, len(out) > 0
 }

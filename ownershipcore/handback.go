@@ -262,7 +262,19 @@ func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured
 	if ours == nil {
 		return Result{Action: ActionUnchanged, Object: live}, nil
 	}
-	alone := ours.Fields.Difference(owners.others(manager)).Leaves()
+	ref := obj.DeepCopy()
+	ref.SetUID(live.GetUID())
+	// A list item or map only we own that holds another manager's field
+	// would be removed with that field: release it (and an item's key
+	// fields) first, so the empty apply leaves it.
+	others := owners.others(manager)
+	if shield := Holders(others, ours.Fields); !shield.Empty() {
+		if _, err := a.Release(ctx, ref, manager, shield); err != nil {
+			return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+		}
+		ours = &Entry{ManagerKey: ours.ManagerKey, Fields: ours.Fields.Difference(shield)}
+	}
+	alone := ours.Fields.Difference(others).Leaves()
 	if expect != nil {
 		alone = alone.Union(expect)
 	}
@@ -275,6 +287,16 @@ func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured
 		if isUIDMismatch(err) || apierrors.IsNotFound(err) {
 			return Result{Action: ActionUnchanged}, nil
 		}
+		if apierrors.IsInvalid(err) {
+			// Without our fields the object would be invalid (a required
+			// field, a map that would be left null): they stay, unowned,
+			// and the caller says so.
+			kept, rerr := a.Release(ctx, ref, manager, ours.Fields)
+			if rerr != nil {
+				return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), rerr)
+			}
+			return Result{Action: ActionConfigured, Kept: kept}, nil
+		}
 		return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 	}
 	res := Result{Action: ActionConfigured, Object: empty}
@@ -284,6 +306,33 @@ func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured
 	}
 	res.Removed, res.Object = removed, after
 	return res, nil
+}
+
+// Holders returns the paths of ours that hold a path of others: list items
+// and maps above another manager's field (removing them would remove that
+// field), with the key fields of such list items. Releasing them before an
+// empty apply keeps every other manager's field.
+func Holders(others, ours *fieldpath.Set) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	others.Iterate(func(p fieldpath.Path) {
+		for i := 1; i < len(p); i++ {
+			prefix := p[:i]
+			if !ours.Has(prefix) {
+				continue
+			}
+			out.Insert(prefix.Copy())
+			if last := prefix[len(prefix)-1]; last.Key != nil {
+				for _, k := range *last.Key {
+					name := k.Name
+					kp := append(prefix.Copy(), fieldpath.PathElement{FieldName: &name})
+					if ours.Has(kp) {
+						out.Insert(kp)
+					}
+				}
+			}
+		}
+	})
+	return out
 }
 
 // others is the union of the fields of every entry but manager's.

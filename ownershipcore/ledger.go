@@ -82,9 +82,11 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 	if e := owners.Applied(manager); e != nil {
 		ours = e.Fields
 	}
+	goneAll := fieldpath.NewSet()
 	for i := range l.Entries {
 		e := &l.Entries[i]
 		gone := e.Fields.Difference(present)
+		goneAll = goneAll.Union(gone)
 		letGo := e.Shared.Difference(ownedBy(owners, e.ManagerKey)).Intersection(ours)
 		drop := gone.Union(letGo)
 		if !drop.Empty() {
@@ -92,7 +94,10 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 			forgotten = forgotten.Union(drop)
 		}
 	}
-	l.Recorded = l.Recorded.Difference(l.Recorded.Difference(present))
+	// A field an owner removed is recorded afresh if it comes back. (A
+	// field the patch never wrote, a conflict under Fail, stays recorded:
+	// recording it again on every reconcile would rewrite status.)
+	l.Recorded = l.Recorded.Difference(goneAll)
 	l.compact()
 	l.Observe(owners)
 	return forgotten

@@ -161,3 +161,12 @@ func (m ManagedFields) ByPath() map[string][]string {
 	}
 	return out
 }
+
+// Union is the union of the entries' field sets.
+func (m ManagedFields) Union() *fieldpath.Set {
+	out := fieldpath.NewSet()
+	for _, e := range m {
+		out = out.Union(e.Fields)
+	}
+	return out
+}

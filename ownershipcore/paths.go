@@ -184,6 +184,9 @@ func ParsePathSet(paths []string) (*fieldpath.Set, error) {
 // prefixes that lead to them) in FormatPath form, sorted.
 func FormatSet(s *fieldpath.Set) []string {
 	var out []string
+	if s == nil {
+		return nil
+	}
 	s.Leaves().Iterate(func(p fieldpath.Path) { out = append(out, FormatPath(p)) })
 	sort.Strings(out)
 	return out

@@ -120,6 +120,9 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if res.Action != ownershipcore.ActionUnchanged {
 		metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
 		msg := fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the fields the patch added were removed", manager, kind, objectName(ref))
+		if n := len(intentLeaves(res.Kept)); n > 0 {
+			msg = fmt.Sprintf("released the fields of field manager %q on %s %s: %d fields the patch added could not be removed (the apiserver refused the object without them) and stay without an owner", manager, kind, objectName(ref), n)
+		}
 		if n := len(intentLeaves(res.Removed)); n > 0 {
 			msg += fmt.Sprintf("; %d of them the apiserver kept after the empty apply were removed with a guarded patch", n)
 		}

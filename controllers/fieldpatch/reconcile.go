@@ -95,7 +95,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	key, now := string(obj.GetUID()), time.Now()
 	drifter, drifted := "", false
 	if st.LastAppliedTime != nil && st.ObservedGeneration == gen {
-		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager); err != nil {
+		yield := spec.ConflictPolicy == v1alpha1.ConflictPolicyYield
+		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager, yield); err != nil {
 			return r.fail(obj, err)
 		}
 		if rival, ok := ownershipcore.ParseManager(drifter); ok {
@@ -325,7 +326,7 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 // manager that owns a drifted field now (empty when the field was removed
 // and nobody owns it). Fields the patch has not written yet are never
 // drift: taking them is an apply, and nobody is blamed for it.
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldpath.Set, manager string) (string, bool, error) {
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldpath.Set, manager string, yield bool) (string, bool, error) {
 	drift, err := r.Applier.OwnedDiff(live, intent, manager)
 	if err != nil {
 		return "", false, err
@@ -337,6 +338,13 @@ func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fi
 	owners, err := ownershipcore.Owners(live)
 	if err != nil {
 		return "", false, err
+	}
+	if yield {
+		// Under Yield a field another manager took is theirs: not drift.
+		drift = drift.Difference(owners.OwnersOf(drift, manager).Union())
+		if drift.Empty() {
+			return "", false, nil
+		}
 	}
 	if managers := owners.OwnersOf(drift, manager).Managers(); len(managers) > 0 {
 		return managers[0], true, nil

@@ -98,7 +98,8 @@ func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Ap
 		r.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
 		return removeDeleted, nil
 	}
-	if _, err := applier.Relinquish(ctx, ref, manager); err != nil {
+	res, err := applier.Relinquish(ctx, ref, manager)
+	if err != nil {
 		return "", err
 	}
 	metrics.HandBacksTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, metrics.StepRelinquish).Inc()
@@ -108,6 +109,10 @@ func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Ap
 		why = fmt.Sprintf("co-owned by %s", strings.Join(others, ", "))
 	case live.GetUID() != e.UID:
 		why = "it was replaced by an object this workload did not create"
+	}
+	if kept := ownershipcore.FormatSet(res.Kept); len(kept) > 0 {
+		r.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): %d of this workload's fields could not be removed (the apiserver refused the object without them) and stay without an owner", name, why, len(kept))
+		return removeRelinquished, nil
 	}
 	r.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): only this workload's fields were removed", name, why)
 	return removeRelinquished, nil
