@@ -93,6 +93,16 @@ func TestLockdownComponent(t *testing.T) {
 			if len(args) != len(want) {
 				t.Errorf("manager args %v, want %v in some order", args, want)
 			}
+			// The admission policy's default account is the flag's.
+			vap := find(objs, "ValidatingAdmissionPolicy", "fieldops-account-impersonation")
+			if vap == nil || find(objs, "ValidatingAdmissionPolicyBinding", "fieldops-account-impersonation") == nil {
+				t.Fatal("no ValidatingAdmissionPolicy and binding fieldops-account-impersonation")
+			}
+			vars, _, _ := unstructured.NestedSlice(vap.Object, "spec", "variables")
+			account := strings.TrimPrefix(flagDefaultAccount, "--default-service-account=")
+			if len(vars) != 1 || !strings.Contains(fmt.Sprint(vars[0]), ": '"+account+"'") {
+				t.Errorf("the admission policy's variables %v do not default to %q", vars, account)
+			}
 		})
 	}
 }
