@@ -142,7 +142,9 @@ func TestRBAC(t *testing.T) {
 		}
 	}
 	// No tenant may edit ManagedWorkloads or ClusterFieldPatches through
-	// an aggregated role: they act with the manager's rights.
+	// an aggregated role of config/default: without
+	// --default-service-account they act with the manager's rights
+	// (config/lockdown's roles: TestLockdownTenantRoles).
 	for _, o := range objs {
 		if o.GetKind() != "ClusterRole" || o.GetName() == "fieldops-manager-role" {
 			continue

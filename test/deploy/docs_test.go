@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fieldops/fieldops/internal/bundle"
 )
 
 // Every reason a controller can put on a condition or an event is
@@ -118,4 +122,97 @@ func rel(path string) string {
 		return path
 	}
 	return r
+}
+
+// The YAML examples of the tenant isolation docs are real: each section
+// creates the namespaces and ServiceAccounts its objects use, no two
+// sections share a namespace, and the apiserver accepts every object
+// (server-side dry run, the namespaces created for real).
+func TestTenantDocsExamples(t *testing.T) {
+	seen := map[string]string{} // namespace → section
+	for _, sec := range []struct{ file, heading string }{
+		{"docs/operators-guide.md", "## Tenant isolation"},
+		{"docs/fieldpatch.md", "## Multi-tenancy and RBAC"},
+		{"docs/managedworkload.md", "## Multi-tenancy and RBAC"},
+	} {
+		where := sec.file + " " + sec.heading
+		objs := yamlExamples(t, sec.file, sec.heading)
+		namespaces, accounts := map[string]bool{}, map[string]bool{}
+		for _, o := range objs {
+			switch o.GetKind() {
+			case "Namespace":
+				namespaces[o.GetName()] = true
+				if other, ok := seen[o.GetName()]; ok {
+					t.Errorf("%s and %s both create namespace %s", other, where, o.GetName())
+				}
+				seen[o.GetName()] = where
+			case "ServiceAccount":
+				accounts[o.GetNamespace()+"/"+o.GetName()] = true
+			}
+		}
+		if len(namespaces) == 0 {
+			t.Errorf("%s: no example creates its namespace", where)
+		}
+		for _, o := range objs {
+			if ns := o.GetNamespace(); ns != "" && !namespaces[ns] {
+				t.Errorf("%s: %s %s is in namespace %s, which the section does not create", where, o.GetKind(), o.GetName(), ns)
+			}
+			if sa, _, _ := unstructured.NestedString(o.Object, "spec", "serviceAccountName"); sa != "" && !accounts[o.GetNamespace()+"/"+sa] {
+				t.Errorf("%s: %s %s acts as %s/%s, which the section does not create", where, o.GetKind(), o.GetName(), o.GetNamespace(), sa)
+			}
+		}
+		install(t, objs)
+		dryRun(t, where, objs, "")
+	}
+}
+
+// yamlExamples decodes the objects (documents with a kind) of the yaml
+// code blocks under heading, up to the next heading of its level or above.
+func yamlExamples(t *testing.T, file, heading string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := strings.Index(heading, " ")
+	var section []string
+	in, code := false, false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			code = !code
+		}
+		if !code && strings.HasPrefix(line, "#") {
+			n := len(line) - len(strings.TrimLeft(line, "#"))
+			if line == heading {
+				in = true
+				continue
+			}
+			if in && n <= level {
+				break
+			}
+		}
+		if in {
+			section = append(section, line)
+		}
+	}
+	if !in {
+		t.Fatalf("%s has no heading %q", file, heading)
+	}
+	block := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	var out []*unstructured.Unstructured
+	for _, m := range block.FindAllStringSubmatch(strings.Join(section, "\n"), -1) {
+		objs, err := bundle.DecodeObjects([]byte(m[1]))
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", file, heading, err, m[1])
+		}
+		for _, o := range objs {
+			if o.GetKind() != "" {
+				out = append(out, o)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s %s has no YAML example", file, heading)
+	}
+	return out
 }
