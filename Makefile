@@ -83,7 +83,7 @@ WORKERS ?= 4
 
 .PHONY: fuzz
 fuzz: control-plane ## Run N random ownership sequences from SEED (test/invariants): make fuzz SEED=42 N=2000.
-	FIELDOPS_INVARIANTS=1 go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariants$$' ./test/invariants/ -args -seed=$(SEED) -sequences=$(N) -workers=$(WORKERS) -shrink=10
+	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariants$$' ./test/invariants/ -args -seed=$(SEED) -sequences=$(N) -workers=$(WORKERS) -shrink=10
 
 .PHONY: bench
 bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).

@@ -70,11 +70,6 @@ func controlPlane(t *testing.T) *Env {
 // against the local control plane and fails with the shortest failing
 // sequences it finds. Replay one with `make fuzz SEED=<its seed> N=1`.
 func TestOwnershipInvariants(t *testing.T) {
-	// Not yet part of make test: it has not been run green against the
-	// fixed controllers. make fuzz runs it (FIELDOPS_INVARIANTS=1).
-	if os.Getenv("FIELDOPS_INVARIANTS") == "" {
-		t.Skip("set FIELDOPS_INVARIANTS=1 (make fuzz) to run the randomized ownership test")
-	}
 	e := controlPlane(t)
 	t.Logf("seed %d, %d sequences of %d to %d random steps, %d at once (replay a sequence: make fuzz SEED=<its seed> N=1)",
 		*seed, *sequences, MinSteps, max(*maxSteps, MinSteps), *workers)
