@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,6 +69,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 
 	intent, intentSet, err := r.intent(ctx, obj, live, manager)
+	if err != nil && spec.Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, obj) {
+		// A JSON patch's test ops are judged with the record of the fields
+		// the patch took; a cached FieldPatch may lag behind our own last
+		// status write, so judge again with the apiserver's.
+		intent, intentSet, err = r.intent(ctx, obj, live, manager)
+	}
 	if err != nil {
 		return r.fail(obj, err)
 	}
@@ -181,6 +188,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	setReady(st, gen, msg)
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// refreshRecord reads obj fresh from the apiserver and, when its record of
+// previous owners differs from the cached copy's, takes the fresh record
+// into obj's status. It reports whether anything changed.
+func (r *Reconciler) refreshRecord(ctx context.Context, obj v1alpha1.Patcher) bool {
+	fresh := r.newObject()
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return false
+	}
+	st, fst := obj.PatchStatus(), fresh.PatchStatus()
+	if fst.TargetUID == st.TargetUID && equality.Semantic.DeepEqual(fst.RecordedFields, st.RecordedFields) {
+		return false
+	}
+	st.TargetUID, st.RecordedFields, st.PreviousOwners, st.LastAppliedTime = fst.TargetUID, fst.RecordedFields, fst.PreviousOwners, fst.LastAppliedTime
+	return true
 }
 
 // targetMissing reports a target that does not exist (or was replaced
