@@ -124,13 +124,24 @@ demo: control-plane ## The main job: patch the real aws-node DaemonSet on the lo
 
 ##@ Deployment
 
+KUBECTL ?= kubectl
+ignore-not-found ?= false
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install the CRDs into the current kubeconfig's cluster (for make run).
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs, and every fieldops object with them (delete FieldPatches first, while the manager runs: their finalizers hand fields back). ignore-not-found=true to ignore missing ones.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
 .PHONY: deploy
 deploy: $(KUSTOMIZE) ## Install fieldops into the current kubeconfig's cluster with image IMG (kustomize).
-	$(KUSTOMIZE) build config/default | sed 's|image: fieldops/manager:latest|image: $(IMG)|' | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build config/default | sed 's|image: fieldops/manager:latest|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove fieldops from the current cluster (delete FieldPatches first: their finalizers hand fields back).
-	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: bundle
 bundle: manifests ## Regenerate bundle/ and bundle.Dockerfile from config/: make bundle VERSION=x.y.z [IMG=...].

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
@@ -52,6 +53,22 @@ type Options struct {
 	Concurrency int
 }
 
+// FieldManager is the field manager of fieldops's own writes to its own
+// objects (status, finalizers), so that managedFields names fieldops rather
+// than the client's generic default ("manager", from the binary's name).
+// Writes to targets name the manager of their FieldPatch, workload or
+// PodSet instead.
+const FieldManager = "fieldops"
+
+// fieldOwnerManager is a manager whose client names FieldManager on every
+// write that does not name a field manager of its own.
+type fieldOwnerManager struct {
+	ctrl.Manager
+	client client.Client
+}
+
+func (m fieldOwnerManager) GetClient() client.Client { return m.client }
+
 // Setup registers every fieldops controller with mgr, without plugins.
 func Setup(mgr ctrl.Manager) error { return SetupWith(mgr, Options{}) }
 
@@ -63,6 +80,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	mgr = fieldOwnerManager{Manager: mgr, client: client.WithFieldOwner(mgr.GetClient(), FieldManager)}
 	schema := ownershipcore.NewSchema(dc)
 	if err := setupSchemaInvalidator(mgr, schema); err != nil {
 		return fmt.Errorf("set up schema invalidator: %w", err)

@@ -71,13 +71,16 @@ var (
 		Help: "Failed plugin calls by plugin and reason (start, timeout, exited, malformed, error).",
 	}, []string{"plugin", "reason"})
 
-	// HandBacksTotal counts the steps that give fields back when a
-	// FieldPatch is deleted or a ManagedWorkload drops a shared object:
-	// HandBack (fields moved to their previous owners, values kept) and
-	// Relinquish (the manager's remaining fields removed).
+	// HandBacksTotal counts the steps (not the fields) that give fields
+	// back when a FieldPatch is deleted or drops fields, or a
+	// ManagedWorkload drops a shared object: HandBack (fields moved to their
+	// previous owners, values kept) and Relinquish (fields released without
+	// an owner, or the manager's remaining fields removed). Each step that
+	// changed something counts once, however many fields it moved; the
+	// event of the step gives the number of fields.
 	HandBacksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fieldops_handbacks_total",
-		Help: "Fields given back on deletion, by controller, object kind and step (HandBack: moved to previous owners; Relinquish: removed).",
+		Help: "Steps that gave fields back (one per step, not per field), by controller, object kind and step (HandBack: fields moved to their previous owners; Relinquish: fields released or removed).",
 	}, []string{"controller", "kind", "step"})
 
 	// Contested is 1 for each FieldPatch or ClusterFieldPatch whose repairs

@@ -250,7 +250,9 @@ type FieldPatchStatus struct {
 	// ManagedFields lists the paths this patch owns on the target now.
 	// +optional
 	ManagedFields []string `json:"managedFields,omitempty"`
-	// FieldCount is len(ManagedFields), for printing.
+	// FieldCount is len(ManagedFields), for printing. Defaulted so that
+	// kubectl prints 0, not nothing, once the status exists.
+	// +kubebuilder:default=0
 	// +optional
 	FieldCount int `json:"fieldCount,omitempty"`
 	// RecordedFields is the set of intent fields whose previous owners were
@@ -281,7 +283,7 @@ type FieldPatchStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=fieldops,shortName=fp
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kind`
-// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`,priority=1
+// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`
@@ -310,8 +312,8 @@ type FieldPatchList struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=fieldops,shortName=cfp
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kind`
-// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.target.namespace`,priority=1
-// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`,priority=1
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.target.namespace`
+// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`

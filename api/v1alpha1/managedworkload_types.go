@@ -141,9 +141,11 @@ type ManagedWorkloadStatus struct {
 	// +optional
 	Inventory []InventoryEntry `json:"inventory,omitempty"`
 	// Applied counts the inventory's objects that are applied.
+	// +kubebuilder:default=0
 	// +optional
 	Applied int `json:"applied,omitempty"`
 	// Failed counts the inventory's objects that could not be applied.
+	// +kubebuilder:default=0
 	// +optional
 	Failed int `json:"failed,omitempty"`
 }

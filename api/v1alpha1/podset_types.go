@@ -65,13 +65,16 @@ type PodSetStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// Replicas is the number of pods that exist.
+	// +kubebuilder:default=0
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 	// ReadyReplicas is the number of pods with the Ready condition.
+	// +kubebuilder:default=0
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// UpdatedReplicas is the number of pods at updateRevision whose labels
 	// and annotations follow the template.
+	// +kubebuilder:default=0
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 	// CurrentRevision is the revision (a hash of template.spec) the pods

@@ -138,3 +138,36 @@ func TestAlerts(t *testing.T) {
 		}
 	}
 }
+
+// The ServiceMonitor keeps the labels of the manager's own series: the
+// Prometheus Operator attaches target labels (namespace, pod, ...) that
+// would otherwise win, renaming fieldops_contested's namespace to
+// exported_namespace, so FieldopsFieldContested would name the manager's
+// namespace instead of the contested FieldPatch's.
+func TestServiceMonitorHonorsLabels(t *testing.T) {
+	targetLabels := []string{"namespace", "service", "pod", "container", "endpoint", "job", "instance"}
+	var colliding []string
+	for name, labels := range knownMetrics(t) {
+		for _, l := range labels {
+			if slices.Contains(targetLabels, l) {
+				colliding = append(colliding, name+"{"+l+"}")
+			}
+		}
+	}
+	if !slices.Contains(colliding, "fieldops_contested{namespace}") {
+		t.Fatalf("fieldops_contested no longer has a namespace label (colliding: %v): revisit honorLabels", colliding)
+	}
+	sm := find(render(t, "config/prometheus"), "ServiceMonitor", "fieldops-controller-manager-metrics-monitor")
+	if sm == nil {
+		t.Fatal("config/prometheus has no ServiceMonitor fieldops-controller-manager-metrics-monitor")
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) == 0 {
+		t.Fatal("the ServiceMonitor has no endpoints")
+	}
+	for i, e := range endpoints {
+		if honor, _, _ := unstructured.NestedBool(e.(map[string]interface{}), "honorLabels"); !honor {
+			t.Errorf("ServiceMonitor endpoint %d lacks honorLabels: true; these labels of the manager's series would be renamed exported_*: %v", i, colliding)
+		}
+	}
+}

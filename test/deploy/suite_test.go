@@ -37,10 +37,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// The Prometheus Operator's CRDs, for the ServiceMonitor and
-	// PrometheusRule of config/prometheus.
+	// PrometheusRule of config/prometheus; OLM's Subscription, for the
+	// operator's guide's example.
 	cp, err := localcp.Start(localcp.Options{ExtraCRDPaths: []string{
 		"test/testdata/crds/monitoring.coreos.com_servicemonitors.yaml",
 		"test/testdata/crds/monitoring.coreos.com_prometheusrules.yaml",
+		"test/testdata/crds/operators.coreos.com_subscriptions.yaml",
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

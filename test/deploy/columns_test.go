@@ -1,0 +1,165 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// table asks the apiserver for what kubectl get prints: the resource's
+// list as a meta.k8s.io Table (additionalPrinterColumns). kubectl prints
+// a nil cell as nothing, and hides columns of priority > 0 without -o wide.
+func table(t *testing.T, path string) *metav1.Table {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	tb := &metav1.Table{}
+	if err := json.Unmarshal(body, tb); err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// row returns the cells of the row of the named object, by column name,
+// keeping only the columns kubectl get shows without -o wide.
+func row(t *testing.T, tb *metav1.Table, name string) map[string]interface{} {
+	t.Helper()
+	for _, r := range tb.Rows {
+		var m metav1.PartialObjectMetadata
+		if err := json.Unmarshal(r.Object.Raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Name != name {
+			continue
+		}
+		out := map[string]interface{}{}
+		for i, c := range tb.ColumnDefinitions {
+			if c.Priority == 0 && i < len(r.Cells) {
+				out[c.Name] = r.Cells[i]
+			}
+		}
+		return out
+	}
+	t.Fatalf("no row %s", name)
+	return nil
+}
+
+// kubectl get shows a FieldPatch's target name without -o wide, and the
+// counts of every kind print 0, not nothing, once the controller has
+// written a status, including after a count went back to 0 (a merge patch
+// from the Go types, whose counts are omitempty, then removes the field).
+func TestPrintColumns(t *testing.T) {
+	ctx := context.Background()
+	ns := "print-columns"
+	install(t, []*unstructured.Unstructured{{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": ns}}}})
+	objects := []struct {
+		yaml     string
+		resource string // path of the list
+		count    string // a count field of status, set to 3 then removed
+		columns  map[string]interface{}
+	}{
+		{
+			yaml: `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: fp, namespace: print-columns}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  patch: {spec: {replicas: 2}}`,
+			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/fieldpatches",
+			count:    "fieldCount",
+			columns:  map[string]interface{}{"Target": "Deployment", "Name": "web", "Fields": float64(0)},
+		},
+		{
+			yaml: `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: print-columns-cfp}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: coredns, namespace: kube-system}
+  patch: {spec: {replicas: 2}}`,
+			resource: "/apis/fieldops.dev/v1alpha1/clusterfieldpatches",
+			count:    "fieldCount",
+			columns:  map[string]interface{}{"Target": "Deployment", "Namespace": "kube-system", "Name": "coredns", "Fields": float64(0)},
+		},
+		{
+			yaml: `apiVersion: fieldops.dev/v1alpha1
+kind: ManagedWorkload
+metadata: {name: mw, namespace: print-columns}
+spec:
+  resources:
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: mw}, data: {a: "1"}}`,
+			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/managedworkloads",
+			count:    "failed",
+			columns:  map[string]interface{}{"Objects": float64(0), "Failed": float64(0)},
+		},
+		{
+			yaml: `apiVersion: fieldops.dev/v1alpha1
+kind: PodSet
+metadata: {name: ps, namespace: print-columns}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: ps}}
+  template:
+    metadata: {labels: {app: ps}}
+    spec: {containers: [{name: c, image: busybox}]}`,
+			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/podsets",
+			count:    "readyReplicas",
+			columns:  map[string]interface{}{"Desired": float64(0), "Ready": float64(0), "Updated": float64(0)},
+		},
+	}
+	for _, o := range objects {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(o.yaml), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(u.GetKind(), func(t *testing.T) {
+			if err := k8s.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = k8s.Delete(ctx, u) }()
+			// The controller's first status write; then a count that was 3
+			// and went back to 0.
+			for _, patch := range []string{
+				`{"status":{"observedGeneration":1}}`,
+				fmt.Sprintf(`{"status":{%q:3}}`, o.count),
+				fmt.Sprintf(`{"status":{%q:null}}`, o.count),
+			} {
+				if err := k8s.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					t.Fatalf("status patch %s: %v", patch, err)
+				}
+			}
+			got := row(t, table(t, o.resource), u.GetName())
+			for col, want := range o.columns {
+				if got[col] != want {
+					t.Errorf("kubectl get %s: column %s is %#v, want %#v (all: %v)", u.GetKind(), col, got[col], want, got)
+				}
+			}
+		})
+	}
+}
