@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -295,6 +296,9 @@ func listenerNames(t testing.TB, gw *unstructured.Unstructured) []string {
 	for _, l := range ls {
 		names = append(names, l.(map[string]interface{})["name"].(string))
 	}
+	// Workloads reconcile concurrently: the list's order is the order of
+	// their applies.
+	sort.Strings(names)
 	return names
 }
 

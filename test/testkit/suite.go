@@ -73,8 +73,10 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	for path, h := range opts.Webhooks {
 		mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: h})
 	}
-	// The manager's default worker count, so tests see concurrent reconciles.
-	setup := controllers.Options{Concurrency: 4}
+	// One worker per controller: the suites' order-sensitive checks assume
+	// it. (The manager's default is 4; test/invariants and the tests of
+	// contests exercise concurrent writers through separate objects.)
+	setup := controllers.Options{Concurrency: 1}
 	if len(opts.Plugins) > 0 {
 		plugins, stop, err := ExamplePlugins(opts.Plugins...)
 		if err != nil {
