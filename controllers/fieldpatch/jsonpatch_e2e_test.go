@@ -85,8 +85,7 @@ func count(items []interface{}, name string) int {
 // changed target and checks after each that check holds: each round
 // touches an unrelated label as "toucher" (a reconcile that should change
 // nothing), then moves the patched label "patched" away as a new Update
-// manager (a drift), and waits until the patch put it back (the first time
-// also for a DriftRepaired event naming that manager). Every repair
+// manager (a drift), and waits until the patch put it back. Every repair
 // recomputes the whole JSON patch against the live object.
 func holdsUnderReconciles(t *testing.T, fp *v1alpha1.FieldPatch, d *unstructured.Unstructured, rounds int, check func(round int)) {
 	t.Helper()
@@ -104,11 +103,10 @@ func holdsUnderReconciles(t *testing.T, fp *v1alpha1.FieldPatch, d *unstructured
 			got := live(t, d).GetLabels()["patched"]
 			return got == "true", "patched=" + got
 		})
-		if i == 1 {
-			// Later repairs join this event's series (the events API
-			// keys a series by reason, not by message).
-			hasEvent(t, fp.Namespace, fp.Name, "DriftRepaired", drifter)
-		}
+		// No assertion on the DriftRepaired event here: when the drift and
+		// the touch land between the drift check's read and the apply's,
+		// the repair is reported as Applied (tested elsewhere); what this
+		// helper checks is that the repair holds.
 		waitReason(t, fp, "Applied")
 		check(i)
 	}
