@@ -297,11 +297,3 @@ func (r *Reconciler) applierFor(obj v1alpha1.Patcher) (*ownershipcore.Applier, t
 	a, err := r.Tenants.For(account)
 	return a, account, err
 }
-
-// asAccount says which account a Forbidden error was met as.
-func asAccount(account tenant.Account, err error) error {
-	if err != nil && apierrors.IsForbidden(err) && !account.IsManager() {
-		return fmt.Errorf("acting as %s: %w", account, err)
-	}
-	return err
-}

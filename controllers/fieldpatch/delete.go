@@ -16,6 +16,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -55,7 +56,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 		if err := r.giveBack(ctx, applier, obj, ref, manager); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
 			// Forbidden included: the finalizer stays until the account
 			// may give the fields back; never a partial hand-back.
-			return r.deleteFailed(obj, asAccount(account, err))
+			return r.deleteFailed(obj, tenant.Explain(account, err))
 		}
 	}
 	r.contests.Forget(string(obj.GetUID()))

@@ -20,6 +20,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -59,7 +60,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	live, err := applier.Get(ctx, ref)
 	if err != nil {
-		return r.fail(obj, asAccount(account, err))
+		return r.fail(obj, tenant.Explain(account, err))
 	}
 	if live == nil {
 		return r.targetMissing(obj, ref)
@@ -92,7 +93,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		return r.fail(obj, err)
 	}
 	if err := r.giveBackDropped(ctx, applier, obj, ref, live, owners, ledger, intentSet, manager); err != nil {
-		return r.fail(obj, asAccount(account, err))
+		return r.fail(obj, tenant.Explain(account, err))
 	}
 
 	// Drift on our fields caused by another manager since our last write:
@@ -122,7 +123,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		return r.fail(obj, err)
 	}
 	res, err := applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID()})
-	err = asAccount(account, err)
+	err = tenant.Explain(account, err)
 	r.observe(ref.GetKind(), res, err, drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {

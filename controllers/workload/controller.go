@@ -152,14 +152,6 @@ func (r *Reconciler) applierFor(mw *v1alpha1.ManagedWorkload) (*ownershipcore.Ap
 	return a, account, err
 }
 
-// asAccount says which account a Forbidden error was met as.
-func asAccount(account tenant.Account, err error) error {
-	if err != nil && apierrors.IsForbidden(err) && !account.IsManager() {
-		return fmt.Errorf("acting as %s: %w", account, err)
-	}
-	return err
-}
-
 // checkTarget refuses objects that are part of fieldops itself and, with
 // --no-cross-namespace-refs, objects outside the workload's namespace.
 func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {

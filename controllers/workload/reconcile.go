@@ -207,7 +207,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
 	live, err := p.applier.Get(ctx, o.intent)
 	if err != nil {
-		return classify(name, asAccount(p.account, err))
+		return classify(name, tenant.Explain(p.account, err))
 	}
 	if from := sets.List(ourManagers(p.mw, p.manager)); live != nil && ownershipcore.NeedsUpgrade(live, from) {
 		migrated, err := p.applier.UpgradeManagers(ctx, o.intent, from, p.manager)
@@ -247,7 +247,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
 		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: ignore,
 	})
-	err = asAccount(p.account, err)
+	err = tenant.Explain(p.account, err)
 	for _, c := range res.Forced {
 		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -147,4 +148,14 @@ func Protected(group, kind, namespace, name, ownNamespace string) (string, bool)
 		return "fieldops's own namespace", true
 	}
 	return "", false
+}
+
+// Explain says which account a Forbidden error was met as ("acting as
+// ServiceAccount ns/name: ..."); other errors, and errors met with the
+// manager's own rights, are returned as they are.
+func Explain(account Account, err error) error {
+	if err != nil && apierrors.IsForbidden(err) && !account.IsManager() {
+		return fmt.Errorf("acting as %s: %w", account, err)
+	}
+	return err
 }
