@@ -15,6 +15,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/podset"
 	"github.com/fieldops/fieldops/controllers/workload"
@@ -69,12 +70,20 @@ type fieldOwnerManager struct {
 
 func (m fieldOwnerManager) GetClient() client.Client { return m.client }
 
+// TargetReader is the reader through which the controllers SetupWith
+// registered on mgr read the targets of objects acting as the manager (the
+// shared targetcache.Cache): a test that waits until fieldops sees an
+// object reads it there, not from mgr's cache.
+func TargetReader(mgr ctrl.Manager) (client.Reader, error) { return targetcache.Shared(mgr) }
+
 // Setup registers every fieldops controller with mgr, without plugins.
 func Setup(mgr ctrl.Manager) error { return SetupWith(mgr, Options{}) }
 
-// SetupWith registers every fieldops controller with mgr. They share one
-// ownershipcore.Applier, reading live objects from mgr's cache, and read
-// the process-wide feature.Gates.
+// SetupWith registers every fieldops controller with mgr. FieldPatch and
+// ManagedWorkload share one ownershipcore.Applier that reads their targets
+// from the manager's shared targetcache.Cache (one watch per referred
+// object, never a whole kind); PodSet reads its own pods from mgr's
+// cache. All read the process-wide feature.Gates.
 func SetupWith(mgr ctrl.Manager, opts Options) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
@@ -85,8 +94,12 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err := setupSchemaInvalidator(mgr, schema); err != nil {
 		return fmt.Errorf("set up schema invalidator: %w", err)
 	}
+	targets, err := targetcache.Shared(mgr)
+	if err != nil {
+		return err
+	}
 	applier := &ownershipcore.Applier{
-		Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(), Reader: targets, APIReader: mgr.GetAPIReader(),
 		Schema: schema,
 	}
 	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
@@ -101,7 +114,8 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}
-	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Concurrency: opts.Concurrency}
+	podApplier := &ownershipcore.Applier{Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(), Schema: schema}
+	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: podApplier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Concurrency: opts.Concurrency}
 	if err := ps.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up PodSet controller: %w", err)
 	}

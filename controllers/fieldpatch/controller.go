@@ -111,8 +111,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.watches = &watch.Watches{Controller: c, Cache: mgr.GetCache(), List: list, Index: targetIndex}
-	return nil
+	r.watches, err = watch.New(mgr, c, list, targetIndex)
+	return err
 }
 
 // targetIndex is the field index of FieldPatches by target (watch.Key).
@@ -126,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.SetContested(r.controllerName(), req.Namespace, req.Name, "")
+			r.watches.Release(req.NamespacedName) // its target is watched no more
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	if err := r.watches.Ensure(ref.GroupVersionKind()); err != nil {
+	if err := r.watches.Track(obj, account, ref); err != nil {
 		return r.fail(obj, err)
 	}
 	live, err := applier.Get(ctx, ref)

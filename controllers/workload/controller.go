@@ -77,8 +77,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.contests = ownershipcore.NewContests()
-	r.watches = &watch.Watches{Controller: c, Cache: mgr.GetCache(), List: &v1alpha1.ManagedWorkloadList{}, Index: objectIndex}
-	return nil
+	r.watches, err = watch.New(mgr, c, &v1alpha1.ManagedWorkloadList{}, objectIndex)
+	return err
 }
 
 // checkPlugin resolves an ignorable-paths plugin name.
@@ -99,6 +99,9 @@ func ManagerName(namespace, name string) string {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	mw := &v1alpha1.ManagedWorkload{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mw); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.watches.Release(req.NamespacedName) // its objects are watched no more
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := mw.DeepCopy()

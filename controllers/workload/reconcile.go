@@ -122,6 +122,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWo
 	for _, o := range applyOrder(parseObjects(mw, r.Client.RESTMapper())) {
 		inventory = append(inventory, r.reconcileObject(ctx, p, o))
 	}
+	r.watches.Sweep(mw) // objects that left the spec are watched no more
 	inventory = append(inventory, r.prune(ctx, p)...)
 	sort.SliceStable(inventory, func(i, j int) bool {
 		a, b := inventory[i].Index, inventory[j].Index
@@ -151,7 +152,7 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 		oe = r.checkTarget(p, o)
 	}
 	if oe == nil {
-		if err := r.watches.Ensure(o.intent.GroupVersionKind()); err != nil {
+		if err := r.watches.Ensure(p.mw, p.account, o.intent); err != nil {
 			oe = objErr(ReasonApplyFailed, true, "%v", err)
 		}
 	}

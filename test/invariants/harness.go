@@ -37,7 +37,8 @@ type Env struct {
 
 // fieldops is one running fieldops manager of a run.
 type fieldops struct {
-	cache    cache.Cache
+	// targets is what fieldops reads the target through.
+	targets  client.Reader
 	writes   *testkit.WriteCounter
 	cancel   context.CancelFunc
 	done     chan error
@@ -66,8 +67,11 @@ func (e *Env) startFieldops(namespace string, recs *reconciles) (*fieldops, erro
 	if err := controllers.SetupWith(counting, controllers.Options{}); err != nil {
 		return nil, err
 	}
+	if f.targets, err = controllers.TargetReader(counting); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f.cache, f.cancel = mgr.GetCache(), cancel
+	f.cancel = cancel
 	started := recs.controllersStarted()
 	go func() { f.done <- mgr.Start(ctx) }()
 	// Wait until every controller has synced its informers and started its

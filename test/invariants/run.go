@@ -558,7 +558,8 @@ func (r *run) readyCondition(ctx context.Context, name string) *metav1.Condition
 	return &metav1.Condition{Reason: "NoReadyCondition"}
 }
 
-// waitCached waits until the fieldops manager's cache holds the target at
+// waitCached waits until the fieldops manager's target cache holds (or,
+// while no fieldops object refers to it, reads) the target at
 // the apiserver's resourceVersion or later (etcd's resourceVersions are
 // increasing integers; the test relies on it).
 func (r *run) waitCached(ctx context.Context) error {
@@ -572,7 +573,7 @@ func (r *run) waitCached(ctx context.Context) error {
 	}
 	return r.poll(ctx, func() (bool, error) {
 		cached := r.target()
-		if err := r.mgr.cache.Get(ctx, client.ObjectKeyFromObject(cached), cached); err != nil {
+		if err := r.mgr.targets.Get(ctx, client.ObjectKeyFromObject(cached), cached); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		got, err := strconv.ParseUint(cached.GetResourceVersion(), 10, 64)

@@ -1,24 +1,38 @@
-// Package watch starts one informer per GroupVersionKind on demand, the
-// first time a controller needs it, and maps its events back to the
-// controller's objects through a field index of object keys.
+// Package watch watches the objects a controller's objects refer to (a
+// FieldPatch's target, a ManagedWorkload's objects), one object at a time,
+// through the manager's shared targetcache.Cache, and maps their events
+// back to the controller's objects through a field index of object keys.
+//
+// A controller object (the referrer) takes a reference on each object it
+// refers to with Ensure or Track; the watch of an object starts with its
+// first reference (from any controller) and stops with its last, when the
+// referrer lets go of it (Sweep, Track), is deleted (Release), or is found
+// gone by the periodic collection. Watches run with the manager's rights,
+// whatever account a referrer acts as: an event only queues a reconcile,
+// whose reads go through the referrer's account (tenant.Appliers).
 package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/fieldops/fieldops/controllers/internal/targetcache"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 )
 
 // Key is the index key of an object: "<group>/<kind>/<namespace>/<name>".
@@ -27,50 +41,160 @@ func Key(gk schema.GroupKind, namespace, name string) string {
 	return fmt.Sprintf("%s/%s/%s/%s", gk.Group, gk.Kind, namespace, name)
 }
 
-// Watches starts informers on Cache and adds them to Controller.
-type Watches struct {
-	Controller controller.Controller
-	Cache      cache.Cache
-	// List is the controller's object list type (e.g. &FooList{}), whose
-	// items are indexed by Index with the Keys of the objects they refer to.
-	List  client.ObjectList
-	Index string
+// CollectInterval is how often Watches release the references of
+// referrers that are gone without their deletion having been seen.
+var CollectInterval = 5 * time.Minute
 
-	mu      sync.Mutex
-	started map[schema.GroupVersionKind]bool
+// Watches are one controller's references on the objects its objects
+// refer to. Events on those objects are mapped to every List item whose
+// Index holds the object's Key, and queued on the controller.
+// A nil *Watches watches nothing (a reconciler driven directly, in tests).
+type Watches struct {
+	targets *targetcache.Cache
+	// reader reads List items by Index: the manager's cache.
+	reader client.Reader
+	list   client.ObjectList
+	index  string
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	// refs are each referrer's targets; true when Ensured since the
+	// referrer's last Sweep.
+	refs map[types.NamespacedName]map[targetcache.Target]bool
 }
 
-// Ensure watches gvk unless it is watched already. Events on an object are
-// mapped to every List item whose Index holds the object's Key.
-// A nil *Watches watches nothing (a reconciler driven directly, in tests).
-func (w *Watches) Ensure(gvk schema.GroupVersionKind) error {
+// New returns the Watches of controller c, whose objects are listed as
+// list (e.g. &FooList{}) and indexed by index, on mgr's shared target
+// cache. It adds a source to c that receives the events.
+func New(mgr manager.Manager, c controller.Controller, list client.ObjectList, index string) (*Watches, error) {
+	targets, err := targetcache.Shared(mgr)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]map[targetcache.Target]bool{}}
+	if err := c.Watch(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		w.mu.Lock()
+		w.queue = q
+		w.mu.Unlock()
+		go w.collectEvery(ctx, CollectInterval)
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("watch targets: %w", err)
+	}
+	return w, nil
+}
+
+func (w *Watches) ref(referrer types.NamespacedName) targetcache.Ref {
+	return targetcache.Ref{Sink: w, Referrer: referrer}
+}
+
+// Ensure makes referrer, acting as account, refer to target (apiVersion,
+// kind, namespace and name), starting its watch if no one watches it yet,
+// and marks it kept until referrer's next Sweep. A referrer acting as an
+// account other than the manager reads target through that account, not
+// from the watch.
+func (w *Watches) Ensure(referrer client.Object, account tenant.Account, target *unstructured.Unstructured) error {
 	if w == nil {
 		return nil
 	}
+	key, t := client.ObjectKeyFromObject(referrer), targetcache.TargetOf(target)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started[gvk] {
-		return nil
+	held := w.refs[key]
+	if _, ok := held[t]; !ok {
+		if err := w.targets.Acquire(w.ref(key), t, !account.IsManager()); err != nil {
+			return err
+		}
+		if held == nil {
+			held = map[targetcache.Target]bool{}
+			w.refs[key] = held
+		}
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(w.Cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(
-		func(ctx context.Context, o client.Object) []reconcile.Request {
-			return w.requests(ctx, Key(gvk.GroupKind(), o.GetNamespace(), o.GetName()))
-		}))
-	if err := w.Controller.Watch(src); err != nil {
-		return fmt.Errorf("watch %s: %w", gvk, err)
-	}
-	if w.started == nil {
-		w.started = map[schema.GroupVersionKind]bool{}
-	}
-	w.started[gvk] = true
+	held[t] = true
 	return nil
 }
 
+// Sweep lets go of every target of referrer not Ensured since its last
+// Sweep: the objects a referrer no longer refers to after a spec change.
+func (w *Watches) Sweep(referrer client.Object) {
+	if w == nil {
+		return
+	}
+	key := client.ObjectKeyFromObject(referrer)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	held := w.refs[key]
+	for t, kept := range held {
+		if kept {
+			held[t] = false
+			continue
+		}
+		w.targets.Release(w.ref(key), t)
+		delete(held, t)
+	}
+	if len(held) == 0 {
+		delete(w.refs, key)
+	}
+}
+
+// Track makes referrer, acting as account, refer to exactly targets:
+// Ensure each, then Sweep.
+func (w *Watches) Track(referrer client.Object, account tenant.Account, targets ...*unstructured.Unstructured) error {
+	if w == nil {
+		return nil
+	}
+	var errs []error
+	for _, t := range targets {
+		errs = append(errs, w.Ensure(referrer, account, t))
+	}
+	w.Sweep(referrer)
+	return errors.Join(errs...)
+}
+
+// Release lets go of every target of the referrer named (deleted).
+func (w *Watches) Release(referrer types.NamespacedName) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.release(referrer)
+}
+
+func (w *Watches) release(referrer types.NamespacedName) {
+	for t := range w.refs[referrer] {
+		w.targets.Release(w.ref(referrer), t)
+	}
+	delete(w.refs, referrer)
+}
+
+// Referrers returns how many referrers hold references (for tests).
+func (w *Watches) Referrers() int {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.refs)
+}
+
+// TargetChanged implements targetcache.Sink: it queues every List item
+// whose Index holds t's Key.
+func (w *Watches) TargetChanged(t targetcache.Target) {
+	w.mu.Lock()
+	q := w.queue
+	w.mu.Unlock()
+	if q == nil {
+		return
+	}
+	for _, req := range w.requests(context.Background(), Key(t.GVK.GroupKind(), t.Namespace, t.Name)) {
+		q.Add(req)
+	}
+}
+
 func (w *Watches) requests(ctx context.Context, key string) []reconcile.Request {
-	l := w.List.DeepCopyObject().(client.ObjectList)
-	if err := w.Cache.List(ctx, l, client.MatchingFields{w.Index: key}); err != nil {
+	l := w.list.DeepCopyObject().(client.ObjectList)
+	if err := w.reader.List(ctx, l, client.MatchingFields{w.index: key}); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -80,4 +204,44 @@ func (w *Watches) requests(ctx context.Context, key string) []reconcile.Request 
 		return nil
 	})
 	return out
+}
+
+func (w *Watches) collectEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.collect(ctx)
+		}
+	}
+}
+
+// collect releases the references of referrers that no longer exist (a
+// deletion whose reconcile never came). The list is read under w.mu: a
+// referrer Ensures only after reading itself from the same cache, so one
+// that Ensures concurrently is in the list.
+func (w *Watches) collect(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.refs) == 0 {
+		return
+	}
+	l := w.list.DeepCopyObject().(client.ObjectList)
+	if err := w.reader.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	exists := map[types.NamespacedName]bool{}
+	_ = meta.EachListItem(l, func(o runtime.Object) error {
+		co := o.(client.Object)
+		exists[types.NamespacedName{Namespace: co.GetNamespace(), Name: co.GetName()}] = true
+		return nil
+	})
+	for referrer := range w.refs {
+		if !exists[referrer] {
+			w.release(referrer)
+		}
+	}
 }
