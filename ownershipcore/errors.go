@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,7 +154,9 @@ func SafeMessage(err error) string {
 }
 
 // formatValidationErrors renders structured-merge-diff's validation errors
-// one per path, their values left out.
+// one per path, their values left out, sorted: structured-merge-diff lists
+// them in map order, and a message that changes on every reconcile would
+// rewrite status and repeat events.
 func formatValidationErrors(errs typed.ValidationErrors) string {
 	parts := make([]string, len(errs))
 	for i, e := range errs {
@@ -163,6 +166,7 @@ func formatValidationErrors(errs typed.ValidationErrors) string {
 		}
 		parts[i] = m
 	}
+	sort.Strings(parts)
 	return strings.Join(parts, "; ")
 }
 

@@ -65,3 +65,36 @@ func (a *Applier) UpgradeManagers(ctx context.Context, obj *unstructured.Unstruc
 	}
 	return patched, nil
 }
+
+// ClientSideApplyManagers are the field managers of objects written by
+// client-side `kubectl apply`: kubectl-client-side-apply (its creates and
+// patches) and before-first-apply (the apiserver's name for fields set
+// before managed fields were tracked). `kubectl apply --server-side`
+// migrates these same two (k8s.io/kubectl's apply command, through
+// csaupgrade).
+var ClientSideApplyManagers = []string{"kubectl-client-side-apply", "before-first-apply"}
+
+// LastAppliedAnnotation is client-side apply's record of its last intent
+// (kubectl.kubernetes.io/last-applied-configuration).
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// FirstApplyOverClientSideApply reports whether an apply as manager would
+// be manager's first on live (no managed fields entry of manager) and live
+// was last written by client-side apply (it has LastAppliedAnnotation):
+// the case where the apply should first take over client-side apply's
+// fields with UpgradeManagers, or fields its intent drops would stay
+// forever, owned by kubectl-client-side-apply (kubernetes#99003).
+func FirstApplyOverClientSideApply(live *unstructured.Unstructured, manager string) bool {
+	if live == nil {
+		return false
+	}
+	if _, ok := live.GetAnnotations()[LastAppliedAnnotation]; !ok {
+		return false
+	}
+	for _, e := range live.GetManagedFields() {
+		if e.Manager == manager {
+			return false
+		}
+	}
+	return true
+}

@@ -142,10 +142,25 @@ type FieldPatchSpec struct {
 	// +kubebuilder:validation:Type=""
 	Patch runtime.RawExtension `json:"patch"`
 
-	// ConflictPolicy says what to do with fields another field manager owns.
+	// ConflictPolicy says what to do with fields another field manager owns:
+	// Force (default), Fail, Yield, or Plugin. Managers named in yieldTo or
+	// forceOver are decided by those lists first.
 	// +kubebuilder:default=Force
 	// +optional
 	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
+
+	// ConflictRules (yieldTo, forceOver) decide conflicts with the managers
+	// they name before conflictPolicy decides the rest (a plugin is asked
+	// only about the rest).
+	ConflictRules `json:",inline"`
+
+	// ContestTimeout is how long another field manager may keep taking the
+	// patched fields back (status Contested) before the patch gives up:
+	// Ready=False and Stalled=True with reason ContestTimeout, naming the
+	// manager, so `kubectl wait` and kstatus health checks fail instead of
+	// waiting forever. Repairs continue, backed off. Default 5m.
+	// +optional
+	ContestTimeout *metav1.Duration `json:"contestTimeout,omitempty"`
 
 	// ConflictPlugin names the conflict-strategy plugin (in the manager's
 	// --plugin-config) when conflictPolicy is Plugin.
@@ -270,6 +285,10 @@ type FieldPatchStatus struct {
 	// back, while that lasts.
 	// +optional
 	ContestedBy string `json:"contestedBy,omitempty"`
+	// ContestedSince is when ContestedBy began to contest the patched
+	// fields; spec.contestTimeout counts from it.
+	// +optional
+	ContestedSince *metav1.Time `json:"contestedSince,omitempty"`
 	// LastAppliedTime is when this patch last wrote to the target.
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`

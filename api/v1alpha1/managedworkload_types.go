@@ -8,7 +8,7 @@ import (
 
 // WorkloadConflictPolicy says what a ManagedWorkload does with a field of
 // its intent that another field manager owns with a different value.
-// +kubebuilder:validation:Enum=Force;Fail
+// +kubebuilder:validation:Enum=Force;Fail;Yield
 type WorkloadConflictPolicy string
 
 const (
@@ -18,6 +18,10 @@ const (
 	// WorkloadConflictPolicyFail writes nothing to that object and reports
 	// the conflicts in its inventory entry.
 	WorkloadConflictPolicyFail WorkloadConflictPolicy = "Fail"
+	// WorkloadConflictPolicyYield leaves conflicting fields to their
+	// owners: they leave the intent, and a field of ours another manager
+	// takes later is theirs (not repaired).
+	WorkloadConflictPolicyYield WorkloadConflictPolicy = "Yield"
 )
 
 // ManagedWorkloadSpec is the intent of a ManagedWorkload.
@@ -57,10 +61,45 @@ type ManagedWorkloadSpec struct {
 	IgnorePlugins []string `json:"ignorePlugins,omitempty"`
 
 	// ConflictPolicy decides SSA conflicts: Force (default, as the SSA docs
-	// recommend for controllers) or Fail.
+	// recommend for controllers), Fail or Yield. Managers named in yieldTo
+	// or forceOver are decided by those lists first.
 	// +kubebuilder:default=Force
 	// +optional
 	ConflictPolicy WorkloadConflictPolicy `json:"conflictPolicy,omitempty"`
+
+	// ConflictRules (yieldTo, forceOver) decide conflicts with the managers
+	// they name before conflictPolicy decides the rest. Example: yieldTo
+	// kube-controller-manager leaves spec.replicas to a
+	// HorizontalPodAutoscaler.
+	ConflictRules `json:",inline"`
+
+	// Wait makes Ready wait until every applied object is healthy (kstatus
+	// Current: a Deployment rolled out, a Job complete, …), as Flux's
+	// health checks do. Default true. False: Ready means applied.
+	// +kubebuilder:default=true
+	// +optional
+	Wait *bool `json:"wait,omitempty"`
+
+	// Timeout is how long objects may take to become healthy after the
+	// workload's spec changed or an object was last changed by the
+	// workload, before Ready=False and Stalled=True with reason
+	// HealthCheckTimeout. Default 5m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// AdoptClientSideApply migrates, on the workload's first apply to an
+	// object last written with client-side `kubectl apply` (it has the
+	// kubectl.kubernetes.io/last-applied-configuration annotation), the
+	// managed fields of kubectl-client-side-apply, before-first-apply and
+	// legacyFieldManagers into the workload's own entry (client-go
+	// csaupgrade, as `kubectl apply --server-side` does), so that fields
+	// the workload's intent leaves out are removed by the apiserver, and
+	// drops the stale annotation. Fields of other managers are untouched.
+	// Default true. See the SSA docs, "Upgrading from client-side apply to
+	// server-side apply", and kubernetes#99003.
+	// +kubebuilder:default=true
+	// +optional
+	AdoptClientSideApply *bool `json:"adoptClientSideApply,omitempty"`
 
 	// LegacyFieldManagers are field managers an earlier, pre-SSA version of
 	// the operator wrote these objects with (Update operations). When
@@ -118,6 +157,14 @@ type InventoryEntry struct {
 	// Message explains Reason.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Health is the object's kstatus: Current (healthy), InProgress,
+	// Failed, Terminating, NotFound or Unknown. Empty when not applied.
+	// +optional
+	Health string `json:"health,omitempty"`
+	// HealthMessage explains Health (kstatus's message, e.g. "Deployment
+	// is available. Replicas: 2").
+	// +optional
+	HealthMessage string `json:"healthMessage,omitempty"`
 }
 
 // ManagedWorkloadStatus is the observed state of a ManagedWorkload.
@@ -133,6 +180,10 @@ type ManagedWorkloadStatus struct {
 	// FieldManager is the workload's field manager.
 	// +optional
 	FieldManager string `json:"fieldManager,omitempty"`
+	// LastAppliedTime is when the workload last created or changed one of
+	// its objects, or its spec changed: the health timeout counts from it.
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
 	// Mode is the path the last reconcile took: ServerSideApply, or Legacy
 	// (read, JSON diff, JSON patch) when the ServerSideApply gate is off.
 	// +optional

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/conflicts"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/metrics"
@@ -103,8 +104,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	key, now := string(obj.GetUID()), time.Now()
 	drifter, drifted := "", false
 	if st.LastAppliedTime != nil && st.ObservedGeneration == gen {
-		yield := spec.ConflictPolicy == v1alpha1.ConflictPolicyYield
-		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager, yield); err != nil {
+		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager, yieldsTo(spec)); err != nil {
 			return r.fail(obj, err)
 		}
 		if rival, ok := ownershipcore.ParseManager(drifter); ok {
@@ -112,9 +112,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		}
 		if at := r.contests.Next(key, drifter, now); drifted && !at.IsZero() {
 			msg := fmt.Sprintf("field manager %s keeps taking back patched fields; next repair at %s", ownershipcore.DescribeManager(drifter), at.UTC().Format(time.RFC3339))
-			st.ContestedBy = drifter
-			setWaiting(st, gen, ReasonContested, msg)
-			return ctrl.Result{RequeueAfter: at.Sub(now)}, writeLedger(st, ledger, string(live.GetUID()))
+			requeue := at.Sub(now)
+			if left := r.contested(obj, drifter, msg, now); left > 0 && left < requeue {
+				requeue = left
+			}
+			return ctrl.Result{RequeueAfter: requeue}, writeLedger(st, ledger, string(live.GetUID()))
 		}
 	}
 
@@ -178,11 +180,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	st.ObservedGeneration = gen
 	if c := r.contests.Current(key, now); c != "" {
-		st.ContestedBy = c
-		setWaiting(st, gen, ReasonContested, fmt.Sprintf("field manager %s keeps taking back patched fields; repairs are backed off", ownershipcore.DescribeManager(c)))
+		if left := r.contested(obj, c, fmt.Sprintf("field manager %s keeps taking back patched fields; repairs are backed off", ownershipcore.DescribeManager(c)), now); left > 0 && (requeue == 0 || left < requeue) {
+			requeue = left
+		}
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
-	st.ContestedBy = ""
+	st.ContestedBy, st.ContestedSince = "", nil
 	msg := fmt.Sprintf("%d fields applied to %s %s", st.FieldCount, ref.GetKind(), objectName(ref))
 	if len(res.Yielded) > 0 {
 		msg += "; yielded " + describeConflicts(res.Yielded)
@@ -225,14 +228,51 @@ func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstr
 // deleted and hands them back, or its patch changes), which the target's
 // watch brings here.
 func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, manager string, rival ownershipcore.FieldopsObject) (ctrl.Result, error) {
-	st, gen := obj.PatchStatus(), obj.GetGeneration()
+	st := obj.PatchStatus()
 	msg := fmt.Sprintf("%s (field manager %q) took patched fields; fieldops objects do not fight each other: change or delete one of them", rival, manager)
-	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || c.Reason != ReasonContested || st.ContestedBy != manager {
+	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || (c.Reason != ReasonContested && c.Reason != ReasonContestTimeout) || st.ContestedBy != manager {
 		r.event(obj, corev1.EventTypeWarning, ReasonContested, "%s", msg)
 	}
+	left := r.contested(obj, manager, msg, time.Now())
+	return ctrl.Result{RequeueAfter: left}, writeLedger(st, ledger, string(live.GetUID()))
+}
+
+// DefaultContestTimeout is spec.contestTimeout's default.
+const DefaultContestTimeout = 5 * time.Minute
+
+// contestTimeout is spec.contestTimeout, or its default when unset or not
+// positive.
+func contestTimeout(spec *v1alpha1.FieldPatchSpec) time.Duration {
+	if spec.ContestTimeout != nil && spec.ContestTimeout.Duration > 0 {
+		return spec.ContestTimeout.Duration
+	}
+	return DefaultContestTimeout
+}
+
+// contested reports that manager keeps taking the patched fields back
+// (msg says how): Ready=False with reason Contested while the contest is
+// younger than spec.contestTimeout, then Stalled with reason
+// ContestTimeout naming the manager, so kstatus (`kubectl wait`, Flux
+// health checks) sees a failure instead of progress that never ends.
+// Repairs go on, backed off, either way. It returns the time left until
+// the timeout (0 once past), for the caller to look again then.
+func (r *Reconciler) contested(obj v1alpha1.Patcher, manager, msg string, now time.Time) time.Duration {
+	st, gen := obj.PatchStatus(), obj.GetGeneration()
+	if st.ContestedBy != manager || st.ContestedSince == nil {
+		st.ContestedSince = &metav1.Time{Time: now}
+	}
 	st.ContestedBy = manager
-	setWaiting(st, gen, ReasonContested, msg)
-	return ctrl.Result{}, writeLedger(st, ledger, string(live.GetUID()))
+	timeout := contestTimeout(obj.PatchSpec())
+	if left := st.ContestedSince.Add(timeout).Sub(now); left > 0 {
+		setWaiting(st, gen, ReasonContested, msg)
+		return left
+	}
+	stalledMsg := fmt.Sprintf("contested by field manager %s for more than %s (spec.contestTimeout): %s", ownershipcore.DescribeManager(manager), timeout, msg)
+	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || c.Reason != ReasonContestTimeout {
+		r.event(obj, corev1.EventTypeWarning, ReasonContestTimeout, "%s", stalledMsg)
+	}
+	setStalled(st, gen, ReasonContestTimeout, notes.Condition(stalledMsg))
+	return 0
 }
 
 // observeTarget returns the target's managed fields and the set of fields
@@ -345,35 +385,29 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	return intent, set, nil
 }
 
+// yieldsTo says which managers' fields the patch leaves to them once they
+// take them: those of yieldTo, and under conflictPolicy Yield every
+// manager but those of forceOver.
+func yieldsTo(spec *v1alpha1.FieldPatchSpec) func(string, metav1.ManagedFieldsOperationType) bool {
+	return conflicts.Yields(spec.ConflictRules, spec.ConflictPolicy == v1alpha1.ConflictPolicyYield)
+}
+
 // drifter reports drift on fields (intent fields this patch wrote
 // before): whether a field's live value differs from the intent, and the
 // manager that owns a drifted field now (empty when the field was removed
 // and nobody owns it). Fields the patch has not written yet are never
-// drift: taking them is an apply, and nobody is blamed for it.
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldpath.Set, manager string, yield bool) (string, bool, error) {
+// drift: taking them is an apply, and nobody is blamed for it. A field
+// now owned by a manager the patch yields to is theirs: not drift.
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldpath.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool, error) {
 	drift, err := r.Applier.OwnedDiff(live, intent, manager)
 	if err != nil {
 		return "", false, err
 	}
-	drift = drift.Intersection(fields)
-	if drift.Empty() {
-		return "", false, nil
-	}
-	owners, err := ownershipcore.Owners(live)
-	if err != nil {
+	who, drift, err := ownershipcore.Drift(live, drift.Intersection(fields), manager, yields)
+	if err != nil || drift.Empty() {
 		return "", false, err
 	}
-	if yield {
-		// Under Yield a field another manager took is theirs: not drift.
-		drift = drift.Difference(owners.OwnersOf(drift, manager).Union())
-		if drift.Empty() {
-			return "", false, nil
-		}
-	}
-	if managers := owners.OwnersOf(drift, manager).Managers(); len(managers) > 0 {
-		return managers[0], true, nil
-	}
-	return "", true, nil
+	return who, true, nil
 }
 
 // reportFields writes the fields manager owns on obj into status.
@@ -401,7 +435,11 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrategy, error) {
 	spec := obj.PatchSpec()
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		return builtinStrategy(spec.ConflictPolicy)
+		s, err := builtinStrategy(spec.ConflictPolicy)
+		if err != nil {
+			return nil, err
+		}
+		return conflicts.Rules(spec.ConflictRules, s), nil
 	}
 	fallback, err := fallbackStrategy(spec.ConflictPluginFallback)
 	if err != nil {
@@ -415,7 +453,7 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 	if err != nil {
 		return nil, stalled(ReasonPluginUnavailable, "conflictPlugin: %v", err)
 	}
-	return s, nil
+	return conflicts.Rules(spec.ConflictRules, s), nil
 }
 
 // observe records an apply in the fieldops_ metrics.

@@ -28,13 +28,16 @@ const (
 	ReasonInvalidIgnorePath    = "InvalidIgnorePath"
 	ReasonConflict             = "Conflict"
 	ReasonContested            = "Contested"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonDriftRepaired        = "DriftRepaired"
-	ReasonHandedBack           = "HandedBack"
-	ReasonRelinquished         = "Relinquished"
-	ReasonDeleteFailed         = "DeleteFailed"
-	ReasonPluginUnavailable    = "PluginUnavailable"
-	ReasonPluginFailed         = "PluginFailed"
+	// ReasonContestTimeout: Contested for longer than spec.contestTimeout;
+	// Stalled, naming the contesting field manager.
+	ReasonContestTimeout    = "ContestTimeout"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonDriftRepaired     = "DriftRepaired"
+	ReasonHandedBack        = "HandedBack"
+	ReasonRelinquished      = "Relinquished"
+	ReasonDeleteFailed      = "DeleteFailed"
+	ReasonPluginUnavailable = "PluginUnavailable"
+	ReasonPluginFailed      = "PluginFailed"
 	// ReasonForbidden: the account the patch acts as
 	// (spec.serviceAccountName) may not read or write the target; the
 	// message names the verb, resource and account. Retried every 30 s.

@@ -87,9 +87,18 @@ func TestAdmission(t *testing.T) {
 	}
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = "bad-policy", ns
-	mw.Spec.ConflictPolicy = "Yield"
+	mw.Spec.ConflictPolicy = "Plugin"
 	if err := k8s.Create(context.Background(), mw); err == nil || !strings.Contains(err.Error(), "conflictPolicy") {
-		t.Errorf("conflictPolicy Yield: admission error %v", err)
+		t.Errorf("conflictPolicy Plugin: admission error %v", err)
+	}
+	mw.Spec.ConflictPolicy = ""
+	mw.Spec.YieldTo = []v1alpha1.ManagerSelector{{Manager: "hpa", Operation: "Patch"}}
+	if err := k8s.Create(context.Background(), mw); err == nil || !strings.Contains(err.Error(), "operation") {
+		t.Errorf("yieldTo operation Patch: admission error %v", err)
+	}
+	mw.Spec.YieldTo = []v1alpha1.ManagerSelector{{Manager: ""}}
+	if err := k8s.Create(context.Background(), mw); err == nil || !strings.Contains(err.Error(), "manager") {
+		t.Errorf("yieldTo with an empty manager: admission error %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/conflicts"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/metrics"
@@ -41,6 +43,7 @@ var strategies = map[v1alpha1.WorkloadConflictPolicy]ownershipcore.ConflictStrat
 	"":                                   ownershipcore.Static(ownershipcore.DecisionForce),
 	v1alpha1.WorkloadConflictPolicyForce: ownershipcore.Static(ownershipcore.DecisionForce),
 	v1alpha1.WorkloadConflictPolicyFail:  ownershipcore.Static(ownershipcore.DecisionFail),
+	v1alpha1.WorkloadConflictPolicyYield: ownershipcore.Static(ownershipcore.DecisionYield),
 }
 
 // pass is the state of one reconcile of one workload.
@@ -129,6 +132,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWo
 		return a >= 0 && (b < 0 || a < b)
 	})
 	st.Inventory = inventory
+	if p.created+p.configured > 0 || st.ObservedGeneration != gen || st.LastAppliedTime == nil {
+		touched(st, time.Now())
+	}
 	r.report(p)
 	st.ObservedGeneration = gen
 	return ctrl.Result{RequeueAfter: p.requeue}, nil
@@ -210,13 +216,21 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	if err != nil {
 		return classify(name, tenant.Explain(p.account, err))
 	}
-	if from := sets.List(ourManagers(p.mw, p.manager)); live != nil && ownershipcore.NeedsUpgrade(live, from) {
-		migrated, err := p.applier.UpgradeManagers(ctx, o.intent, from, p.manager)
+	from, adopt := ourManagers(p.mw, p.manager), adoptsClientSideApply(p.mw) && ownershipcore.FirstApplyOverClientSideApply(live, p.manager)
+	if adopt {
+		from.Insert(ownershipcore.ClientSideApplyManagers...)
+	}
+	if live != nil && ownershipcore.NeedsUpgrade(live, sets.List(from)) {
+		migrated, err := p.applier.UpgradeManagers(ctx, o.intent, sets.List(from), p.manager)
 		if err != nil {
-			return objErr(ReasonApplyFailed, true, "%s: %v", name, err)
+			return objErr(ReasonApplyFailed, true, "%s: %v", name, tenant.Explain(p.account, err))
 		}
 		if migrated {
-			r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonMigrated, "%s: moved the fields of field managers %s (Update) into %q (Apply)", name, strings.Join(from, ", "), p.manager)
+			how := "moved"
+			if adopt {
+				how = "adopted from client-side apply: moved"
+			}
+			r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
 			e.UID, e.Action = live.GetUID(), ActionMigrated
 			e.OwnedFields = prev.OwnedFields
 			p.after(migratedRecheck) // apply once the cache has the new managed fields
@@ -234,7 +248,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	key, now := string(p.mw.UID)+"/"+o.key, time.Now()
 	drifter, drifted := "", false
 	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.mw.Status.ObservedGeneration == p.mw.Generation {
-		drifter, drifted = r.drifter(live, o.intent, ignore, p.manager)
+		drifter, drifted = r.drifter(live, o.intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
 		if rival, ok := ownershipcore.ParseManager(drifter); ok {
 			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
 			return objErr(ReasonContested, false, "%s: %s (field manager %q) took fields of this workload; fieldops objects do not fight each other: change or delete one of them", name, rival, drifter)
@@ -246,7 +260,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		}
 	}
 	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
-		FieldManager: p.manager, Conflicts: strategies[p.mw.Spec.ConflictPolicy], Ignore: ignore,
+		FieldManager: p.manager, Conflicts: conflicts.Rules(p.mw.Spec.ConflictRules, strategies[p.mw.Spec.ConflictPolicy]), Ignore: ignore,
 	})
 	err = tenant.Explain(p.account, err)
 	for _, c := range res.Forced {
@@ -264,6 +278,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		return classify(name, err)
 	}
 	e.Action = string(res.Action)
+	setHealth(e, res.Object)
 	if res.Object != nil {
 		e.UID = res.Object.GetUID()
 		if owners, err := ownershipcore.Owners(res.Object); err == nil {
@@ -299,10 +314,16 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	return nil
 }
 
+// adoptsClientSideApply is spec.adoptClientSideApply (default true).
+func adoptsClientSideApply(mw *v1alpha1.ManagedWorkload) bool {
+	return mw.Spec.AdoptClientSideApply == nil || *mw.Spec.AdoptClientSideApply
+}
+
 // drifter reports whether fields this workload owns on live drifted from
 // the intent (without ignore), and the manager that owns a drifted field
-// now (empty when it was removed and nobody owns it).
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, ignore *fieldpath.Set, manager string) (string, bool) {
+// now (empty when it was removed and nobody owns it). A field now owned by
+// a manager yields names is that manager's: not drift.
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, ignore *fieldpath.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool) {
 	if ignore != nil && !ignore.Empty() {
 		var err error
 		if intent, err = r.Applier.RemoveFields(intent, ignore); err != nil {
@@ -313,14 +334,11 @@ func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, ignore *fi
 	if err != nil || diff.Empty() {
 		return "", false
 	}
-	owners, err := ownershipcore.Owners(live)
+	who, diff, err := ownershipcore.Drift(live, diff, manager, yields)
 	if err != nil {
 		return "", true
 	}
-	if who := owners.OwnersOf(diff, manager).Managers(); len(who) > 0 {
-		return who[0], true
-	}
-	return "", true
+	return who, !diff.Empty()
 }
 
 // drift counts and reports a repair of owned fields.
@@ -352,6 +370,7 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 		return classify(name, err)
 	}
 	e.Action, e.UID = string(action), obj.GetUID()
+	setHealth(e, obj)
 	switch action {
 	case ownershipcore.ActionCreated:
 		p.created++
@@ -419,6 +438,10 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) []v1alpha1.InventoryEnt
 // report sets the counts and conditions and sends the summary event.
 func (r *Reconciler) report(p *pass) {
 	st, gen := &p.mw.Status, p.mw.Generation
+	before := ""
+	if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c != nil {
+		before = c.Reason
+	}
 	conditions.SetPluginFailure(&st.Conditions, gen, p.pluginFailed)
 	st.Applied, st.Failed = 0, 0
 	var failures []string
@@ -456,6 +479,20 @@ func (r *Reconciler) report(p *pass) {
 	case p.requeue != 0:
 		conditions.SetWaiting(&st.Conditions, gen, ReasonMigrated, "field ownership migrated to Server-Side Apply; applying next")
 	default:
-		conditions.SetReady(&st.Conditions, gen, ReasonApplied, fmt.Sprintf("%d objects applied (%s)", st.Applied, st.Mode))
+		set, left := reportHealth(p.mw, time.Now())
+		if !set {
+			msg := fmt.Sprintf("%d objects applied (%s)", st.Applied, st.Mode)
+			if waits(p.mw) {
+				msg = fmt.Sprintf("%d objects applied (%s) and healthy", st.Applied, st.Mode)
+			}
+			conditions.SetReady(&st.Conditions, gen, ReasonApplied, msg)
+			return
+		}
+		if left > 0 {
+			p.after(left) // look again at the timeout
+		}
+		if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c != nil && c.Reason != before && c.Reason != ReasonProgressing {
+			r.event(p.mw, nil, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
+		}
 	}
 }

@@ -11,6 +11,15 @@ const (
 	ReasonInvalidIgnorePath = "InvalidIgnorePath"
 	ReasonNotConverged      = "NotConverged"
 	ReasonPluginUnavailable = "PluginUnavailable"
+	// ReasonProgressing: every object is applied, some are not healthy
+	// yet (kstatus InProgress); Ready waits (spec.wait).
+	ReasonProgressing = "Progressing"
+	// ReasonHealthCheckFailed: an applied object's kstatus is Failed
+	// (a Job failed, a Deployment's progress deadline passed, …).
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	// ReasonHealthCheckTimeout: objects are still not healthy spec.timeout
+	// after the workload last applied them.
+	ReasonHealthCheckTimeout = "HealthCheckTimeout"
 
 	// Per object.
 	ReasonInvalidObject   = "InvalidObject"

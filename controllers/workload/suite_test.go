@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -26,6 +27,7 @@ import (
 
 var (
 	k8s      client.Client // the test's own client (other field managers)
+	cfg      *rest.Config  // the control plane's admin config
 	kit      testkit.Kit
 	requests = &testkit.WriteCounter{}
 	// webhookCalls counts the Kyverno-like webhook's admissions.
@@ -100,7 +102,7 @@ func run(m *testing.M) int {
 		Webhooks: map[string]admission.Handler{kyvernoPath: admission.HandlerFunc(mutate)},
 		Writes:   requests,
 		Plugins:  []string{"ignore-policy-annotations"},
-	}, func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit })
+	}, func(s *testkit.Suite) { k8s, kit, cfg = s.Client, s.Kit, s.Config })
 }
 
 // setSSA sets the ServerSideApply gate for the rest of the test.

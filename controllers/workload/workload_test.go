@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -58,9 +59,24 @@ spec:
 
 func newWorkload(t testing.TB, ns, name string, docs ...string) *v1alpha1.ManagedWorkload {
 	t.Helper()
+	return createWorkload(t, ns, name, nil, docs...)
+}
+
+// newWorkloadNoWait is newWorkload with spec.wait false: Ready means
+// applied. The test cluster runs no Deployment controller, so a test of
+// ownership with a Deployment does not wait for a rollout that never
+// comes (TestReadyWaitsForHealth tests waiting).
+func newWorkloadNoWait(t testing.TB, ns, name string, docs ...string) *v1alpha1.ManagedWorkload {
+	t.Helper()
+	return createWorkload(t, ns, name, ptr.To(false), docs...)
+}
+
+func createWorkload(t testing.TB, ns, name string, wait *bool, docs ...string) *v1alpha1.ManagedWorkload {
+	t.Helper()
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = name, ns
 	mw.Spec.Resources = resources(t, docs...)
+	mw.Spec.Wait = wait
 	if err := k8s.Create(context.Background(), mw); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +101,7 @@ func objectWrites(ns, resource, name string) int {
 // alone and stops writing; the legacy path loops.
 func TestKyvernoWebhookServerSideApply(t *testing.T) {
 	ns := kit.Namespace(t, "kyverno-ssa", "kyverno-test", "true")
-	mw := newWorkload(t, ns, "web", deploymentYAML("web"), serviceYAML("web"))
+	mw := newWorkloadNoWait(t, ns, "web", deploymentYAML("web"), serviceYAML("web"))
 	waitReason(t, mw, workload.ReasonApplied)
 	if mw.Status.Mode != workload.ModeServerSideApply {
 		t.Fatalf("mode %q", mw.Status.Mode)
@@ -120,7 +136,7 @@ func TestKyvernoWebhookServerSideApply(t *testing.T) {
 func TestKyvernoWebhookLegacyLoops(t *testing.T) {
 	setSSA(t, false)
 	ns := kit.Namespace(t, "kyverno-legacy", "kyverno-test", "true")
-	mw := newWorkload(t, ns, "web", deploymentYAML("web"), serviceYAML("web"))
+	mw := newWorkloadNoWait(t, ns, "web", deploymentYAML("web"), serviceYAML("web"))
 	waitReason(t, mw, workload.ReasonNotConverged)
 	if mw.Status.Mode != workload.ModeLegacy {
 		t.Fatalf("mode %q", mw.Status.Mode)
@@ -139,7 +155,7 @@ func TestKyvernoWebhookLegacyLoops(t *testing.T) {
 // owned field is repaired.
 func TestThirdParty(t *testing.T) {
 	ns := kit.Namespace(t, "third-party")
-	mw := newWorkload(t, ns, "app", deploymentYAML("app"))
+	mw := newWorkloadNoWait(t, ns, "app", deploymentYAML("app"))
 	waitReason(t, mw, workload.ReasonApplied)
 	time.Sleep(time.Second)
 	before := objectWrites(ns, "deployments", "app")
@@ -181,7 +197,7 @@ func TestMigration(t *testing.T) {
 	setSSA(t, false)
 	ns := kit.Namespace(t, "migration")
 	dep := strings.Replace(deploymentYAML("api"), "  replicas: 1\n", "  replicas: 1\n  minReadySeconds: 5\n", 1)
-	mw := newWorkload(t, ns, "api", dep, serviceYAML("api"))
+	mw := newWorkloadNoWait(t, ns, "api", dep, serviceYAML("api"))
 	waitReason(t, mw, workload.ReasonApplied)
 	manager := workload.ManagerName(ns, "api")
 	objs := []*unstructured.Unstructured{ref("apps/v1", "Deployment", ns, "api"), ref("v1", "Service", ns, "api")}
@@ -346,6 +362,10 @@ func TestSample(t *testing.T) {
 	if err := k8s.Create(context.Background(), mw); err != nil {
 		t.Fatal(err)
 	}
+	// Applied, then healthy once its Deployment rolls out (written here:
+	// the test cluster runs no Deployment controller).
+	waitReason(t, mw, workload.ReasonProgressing)
+	rolledOut(t, mw.Namespace, "web", 2, progressed)
 	waitReason(t, mw, workload.ReasonApplied)
 	if mw.Status.Applied != 2 {
 		t.Fatalf("inventory %+v", mw.Status.Inventory)
@@ -364,6 +384,7 @@ func TestIgnorePluginStopsLegacyLoop(t *testing.T) {
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = "web", ns
 	mw.Spec.IgnorePlugins = []string{"ignore-policy-annotations"}
+	mw.Spec.Wait = ptr.To(false) // no Deployment controller here
 	// The workload sets the webhook's label itself; the annotation is the
 	// plugin's to ignore.
 	mw.Spec.Resources = resources(t, strings.Replace(deploymentYAML("web"), "  labels: {app: web}\n", "  labels: {app: web, team: platform}\n", 1))

@@ -1,0 +1,50 @@
+// Package conflicts turns the API's conflict rules (yieldTo, forceOver)
+// into the ownership core's ManagerRules, for the FieldPatch and
+// ManagedWorkload controllers alike.
+package conflicts
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Rules returns rules as ownershipcore.ManagerRules deciding the conflicts
+// they name, and def (a policy's strategy, or a plugin) the rest. When
+// rules name no manager, it returns def itself.
+func Rules(rules v1alpha1.ConflictRules, def ownershipcore.ConflictStrategy) ownershipcore.ConflictStrategy {
+	r := Of(rules)
+	if r.Empty() {
+		return def
+	}
+	r.Default = def
+	return r
+}
+
+// Yields returns whether a field of ours that manager (with operation op)
+// took is left to it rather than repaired: what rules decide for the
+// manager, else policyYields (conflictPolicy is Yield).
+func Yields(rules v1alpha1.ConflictRules, policyYields bool) func(manager string, op metav1.ManagedFieldsOperationType) bool {
+	r := Of(rules)
+	return func(manager string, op metav1.ManagedFieldsOperationType) bool {
+		if d, ok := r.Decides(manager, op); ok {
+			return d == ownershipcore.DecisionYield
+		}
+		return policyYields
+	}
+}
+
+// Of returns rules as ownershipcore.ManagerRules without a default.
+func Of(rules v1alpha1.ConflictRules) ownershipcore.ManagerRules {
+	return ownershipcore.ManagerRules{YieldTo: matches(rules.YieldTo), ForceOver: matches(rules.ForceOver)}
+}
+
+func matches(sel []v1alpha1.ManagerSelector) []ownershipcore.ManagerMatch {
+	var out []ownershipcore.ManagerMatch
+	for _, s := range sel {
+		// The CRD's enum admits only Apply, Update or nothing.
+		out = append(out, ownershipcore.ManagerMatch{Manager: s.Manager, Operation: metav1.ManagedFieldsOperationType(s.Operation)})
+	}
+	return out
+}
