@@ -71,9 +71,16 @@ func run(m *testing.M) int {
 // plugin runs kubectl-fieldops with args against the control plane.
 func plugin(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	return pluginIn(t, "", append(args, "--kubeconfig", kubeconfig)...)
+}
+
+// pluginIn runs kubectl-fieldops with args as they are (no kubeconfig
+// added) and stdin as its standard input.
+func pluginIn(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), errOut.String(), err
 }
@@ -86,6 +93,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`resourceVersion: "\d+"`), `resourceVersion: "RV"`},
 	{regexp.MustCompile(`creationTimestamp: "[^"]+"`), `creationTimestamp: "TIME"`},
 	{regexp.MustCompile(`"time": "[^"]+"`), `"time": "TIME"`},
+	{regexp.MustCompile(`time: "[^"]+"`), `time: "TIME"`},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), `TIME`},
 }
 
 // golden compares got, with server-set values (uid, resourceVersion,
