@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 )
@@ -91,8 +92,8 @@ type cell struct {
 
 // writeTable prints rows in columns two spaces apart, like kubectl's
 // tables, padding on the plain text so colour codes do not skew the
-// alignment (text/tabwriter counts them as width). The last column is
-// not padded.
+// alignment (text/tabwriter counts them as width), in runes (→ is one
+// column). The last column is not padded.
 func writeTable(w io.Writer, rows [][]cell) error {
 	var widths []int
 	for _, r := range rows {
@@ -100,7 +101,7 @@ func writeTable(w io.Writer, rows [][]cell) error {
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], len(c.text))
+			widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
 		}
 	}
 	var b strings.Builder
@@ -112,7 +113,7 @@ func writeTable(w io.Writer, rows [][]cell) error {
 			}
 			b.WriteString(text)
 			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-len(c.text)+2))
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+2))
 			}
 		}
 		b.WriteString("\n")

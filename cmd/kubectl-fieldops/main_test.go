@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -29,6 +30,7 @@ var (
 	update     = flag.Bool("update", false, "rewrite the golden files in testdata/")
 	kubeconfig string
 	k8s        client.Client
+	restConfig *rest.Config
 )
 
 // TestMain starts the local control plane (no manager: the tests write
@@ -62,6 +64,7 @@ func run(m *testing.M) int {
 	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
 		return fail(err)
 	}
+	restConfig = cp.Config
 	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
 		return fail(err)
 	}
