@@ -103,8 +103,24 @@ plugins: ## Build the example plugins into bin/plugins/ (with their SHA-256 in b
 	cd $(LOCALBIN)/plugins && sha256sum yield-to-autoscalers ignore-policy-annotations > SHA256SUMS
 
 .PHONY: kubectl-fieldops
-kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops (put bin/ on PATH: kubectl fieldops ...).
+kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops, and bin/kubectl_complete-fieldops for kubectl's completion (put bin/ on PATH).
 	go build -o $(LOCALBIN)/kubectl-fieldops ./cmd/kubectl-fieldops
+	ln -sf kubectl-fieldops $(LOCALBIN)/kubectl_complete-fieldops
+
+# The release archives deploy/krew/fieldops.yaml names, with SHA256SUMS.
+KUBECTL_FIELDOPS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+DIST ?= $(CURDIR)/dist
+
+.PHONY: kubectl-fieldops-dist
+kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/ (kubectl-fieldops_vVERSION_OS_ARCH.tar.gz).
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	for p in $(KUBECTL_FIELDOPS_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; exe=kubectl-fieldops; [ $$os = windows ] && exe=$$exe.exe; \
+	  dir=$(DIST)/kubectl-fieldops_v$(VERSION)_$${os}_$${arch}; mkdir -p $$dir; cp LICENSE $$dir/; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags=-s -o $$dir/$$exe ./cmd/kubectl-fieldops; \
+	  tar -czf $$dir.tar.gz -C $$dir $$exe LICENSE; rm -rf $$dir; \
+	done
+	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
 
 .PHONY: docker-build
 docker-build: ## Build the manager image IMG (distroless, non-root).

@@ -1,14 +1,21 @@
 // Command kubectl-fieldops is the kubectl plugin of fieldops: put it on
 // PATH and run `kubectl fieldops`.
 //
-//	kubectl fieldops owners deployment/web [-n NS] [--manager NAME] [-o json|yaml]
-//	kubectl fieldops status [-n NS | -A] [-o json]
+//	kubectl fieldops owners (TYPE/NAME... | TYPE NAME... | TYPE -l SELECTOR | -f FILE [--local])
+//	                        [-n NS] [--manager NAME] [-o json|yaml] [--color auto|always|never] [--time age|rfc3339|none]
+//	kubectl fieldops status [-n NS | -A] [-l SELECTOR] [-o json|yaml] [--color auto|always|never]
+//	kubectl fieldops check-crd NEW-CRD.yaml [-o json|yaml]
 //
 // owners prints an object's YAML with the field manager, operation and age
 // of the managed fields entry owning each line (the view kubectl-blame
 // gives, from ownershipcore.Blame); status lists FieldPatches,
 // ClusterFieldPatches, ManagedWorkloads and PodSets with their readiness
-// and contested fields. Kubeconfig flags are kubectl's (k8s.io/cli-runtime).
+// and contested fields; check-crd reports what a change of a CRD's list
+// and map types would break in the stored objects (internal/crdcheck).
+// Kubeconfig flags are kubectl's (k8s.io/cli-runtime).
+//
+// Linked or copied as kubectl_complete-fieldops on PATH, the binary
+// completes `kubectl fieldops` for kubectl's shell completion.
 package main
 
 import (
@@ -19,6 +26,7 @@ import (
 
 func main() {
 	cmd := NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	cmd.SetArgs(completionArgs(os.Args[0], os.Args[1:]))
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -29,6 +30,7 @@ var (
 	update     = flag.Bool("update", false, "rewrite the golden files in testdata/")
 	kubeconfig string
 	k8s        client.Client
+	restConfig *rest.Config
 )
 
 // TestMain starts the local control plane (no manager: the tests write
@@ -62,6 +64,7 @@ func run(m *testing.M) int {
 	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
 		return fail(err)
 	}
+	restConfig = cp.Config
 	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
 		return fail(err)
 	}
@@ -71,9 +74,16 @@ func run(m *testing.M) int {
 // plugin runs kubectl-fieldops with args against the control plane.
 func plugin(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	return pluginIn(t, "", append(args, "--kubeconfig", kubeconfig)...)
+}
+
+// pluginIn runs kubectl-fieldops with args as they are (no kubeconfig
+// added) and stdin as its standard input.
+func pluginIn(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), errOut.String(), err
 }
@@ -86,6 +96,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`resourceVersion: "\d+"`), `resourceVersion: "RV"`},
 	{regexp.MustCompile(`creationTimestamp: "[^"]+"`), `creationTimestamp: "TIME"`},
 	{regexp.MustCompile(`"time": "[^"]+"`), `"time": "TIME"`},
+	{regexp.MustCompile(`time: "[^"]+"`), `time: "TIME"`},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), `TIME`},
 }
 
 // golden compares got, with server-set values (uid, resourceVersion,

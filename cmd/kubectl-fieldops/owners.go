@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -21,23 +22,41 @@ import (
 )
 
 type ownersOptions struct {
-	flags   *genericclioptions.ConfigFlags
-	streams genericiooptions.IOStreams
-	now     func() time.Time
-	manager string
-	output  string
+	flags         *genericclioptions.ConfigFlags
+	streams       genericiooptions.IOStreams
+	now           func() time.Time
+	files         genericclioptions.FileNameFlags
+	selector      string
+	allNamespaces bool
+	local         bool
+	manager       string
+	output        string
+	color         string
+	timeFormat    string
 }
 
+// timeFormats are the values of --time: the age of the newest owning
+// entry (kubectl's AGE), its time in RFC 3339 (UTC), or no time column.
+var timeFormats = []string{"age", "rfc3339", "none"}
+
 func newOwnersCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
-	o := &ownersOptions{flags: flags, streams: streams, now: now}
+	filenames, recursive := []string{}, false
+	o := &ownersOptions{flags: flags, streams: streams, now: now,
+		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs of the objects (- reads standard input); the live objects are shown unless --local", Filenames: &filenames, Recursive: &recursive}}
 	cmd := &cobra.Command{
-		Use:   "owners TYPE/NAME | TYPE NAME",
-		Short: "Print an object's YAML with the field manager owning each line",
+		Use:   "owners (TYPE/NAME ... | TYPE NAME ... | TYPE -l SELECTOR | -f FILE)",
+		Short: "Print objects' YAML with the field manager owning each line",
 		Long: `Print an object's YAML, each line annotated with the field manager, the
 operation (Apply or Update, and the subresource) and the age of the
 managed fields entries that own it. Lines nobody owns (server-set
 metadata, defaults) have no annotation. metadata.managedFields itself
-is left out.
+is left out. Several objects are separated by ---.
+
+Objects are named as kubectl get names them: TYPE/NAME (several), TYPE
+NAME..., TYPE -l SELECTOR, or -f FILE (the live objects the file names).
+With --local, the objects of -f are shown as the file has them, without
+contacting a server: save them with
+kubectl get -o yaml --show-managed-fields.
 
 Field ownership is described in the Server-Side Apply documentation:
 https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management`,
@@ -47,13 +66,30 @@ https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-manageme
   # Only the fields a FieldPatch took
   kubectl fieldops owners daemonset/aws-node -n kube-system --manager fieldops-fieldpatch/kube-system/aws-node-proxy
 
+  # Several objects: by name, by label, from a manifest
+  kubectl fieldops owners deploy/web svc/web
+  kubectl fieldops owners deploy -l app=web
+  kubectl fieldops owners -f web.yaml
+
+  # Offline, from a saved copy
+  kubectl get deploy/web -o yaml --show-managed-fields > web.yaml
+  kubectl fieldops owners -f web.yaml --local --time rfc3339
+
   # Every owned field with its owners, for scripts
   kubectl fieldops owners svc/web -o json`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(args) },
+		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(args) },
+		ValidArgsFunction: completeObjects(flags),
 	}
+	o.files.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector of the objects (of the TYPE given), as kubectl get -l")
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with -l, look in every namespace")
+	cmd.Flags().BoolVar(&o.local, "local", false, "show the objects of -f as they are in the file (with their metadata.managedFields); contact no server")
 	cmd.Flags().StringVar(&o.manager, "manager", "", "show only the lines this field manager owns (and the lines that enclose them)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (the owned fields and their owners); default annotated YAML")
+	cmd.Flags().StringVar(&o.color, "color", "auto", "colour field managers: auto (when printing to a terminal and NO_COLOR is unset), always or never")
+	cmd.Flags().StringVar(&o.timeFormat, "time", "age", "time column of the annotated YAML: age (of the newest owning entry), rfc3339 (its time, UTC) or none")
+	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}, "color": colorModes, "time": timeFormats})
+	_ = cmd.RegisterFlagCompletionFunc("manager", completeManagers(flags))
 	return cmd
 }
 
@@ -73,7 +109,7 @@ type Owner struct {
 	Time        *metav1.Time                      `json:"time,omitempty"`
 }
 
-// ObjectOwners is the document -o json prints.
+// ObjectOwners is the document -o json prints for one object.
 type ObjectOwners struct {
 	APIVersion string        `json:"apiVersion"`
 	Kind       string        `json:"kind"`
@@ -82,45 +118,132 @@ type ObjectOwners struct {
 	Fields     []FieldOwners `json:"fields"`
 }
 
-func (o *ownersOptions) run(args []string) error {
+// OwnersList is the document -o json prints when the arguments name
+// several objects (or may: a selector, a directory, several files), as
+// kubectl get prints a List: {"kind": "List", "items": [ObjectOwners...]}.
+type OwnersList struct {
+	Kind  string         `json:"kind"`
+	Items []ObjectOwners `json:"items"`
+}
+
+// ownedObject is one object to print with its decoded owners.
+type ownedObject struct {
+	obj     *unstructured.Unstructured
+	entries ownershipcore.ManagedFields
+}
+
+func (o *ownersOptions) validate(args []string) error {
 	switch o.output {
 	case "", "json", "yaml":
 	default:
 		return fmt.Errorf("--output %q: want json or yaml", o.output)
 	}
-	if len(args) == 1 && !strings.Contains(args[0], "/") {
-		return fmt.Errorf("owners needs one object: TYPE/NAME or TYPE NAME, got %q", args[0])
+	if !slices.Contains(timeFormats, o.timeFormat) {
+		return fmt.Errorf("--time %q: want %s", o.timeFormat, strings.Join(timeFormats, ", "))
 	}
-	ns, err := namespace(o.flags)
+	files := o.files.ToOptions()
+	switch {
+	case o.local && (len(args) > 0 || o.selector != ""):
+		return fmt.Errorf("--local reads the objects of -f only; got arguments or -l")
+	case o.local && len(files.Filenames) == 0:
+		return fmt.Errorf("--local needs -f FILE")
+	case len(files.Filenames) > 0 && (len(args) > 0 || o.selector != ""):
+		return fmt.Errorf("name objects either by TYPE/NAME, TYPE -l SELECTOR or -f FILE, not both")
+	case len(files.Filenames) == 0 && len(args) == 0:
+		return fmt.Errorf("owners needs objects: TYPE/NAME, TYPE NAME, TYPE -l SELECTOR or -f FILE")
+	case len(args) == 1 && !strings.Contains(args[0], "/") && o.selector == "":
+		return fmt.Errorf("owners needs a name or a selector: TYPE/NAME, TYPE NAME or TYPE -l SELECTOR, got %q", args[0])
+	}
+	return nil
+}
+
+// objects resolves the arguments with cli-runtime's resource builder, as
+// kubectl get does; on errors it returns the objects it could read and
+// every error (kubectl's ContinueOnError). single is true when the
+// arguments imply one object (one TYPE/NAME, one file).
+func (o *ownersOptions) objects(args []string) (objs []ownedObject, single bool, err error) {
+	ns, explicit, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, false, err
+	}
+	files := o.files.ToOptions()
+	stdin := slices.Contains(files.Filenames, "-")
+	// - is read from the command's input stream, not os.Stdin, as the
+	// builder would: the same for a pipe and for a test.
+	files.Filenames = slices.DeleteFunc(files.Filenames, func(f string) bool { return f == "-" })
+	b := resource.NewBuilder(o.flags).Unstructured().ContinueOnError().
+		NamespaceParam(ns).DefaultNamespace().AllNamespaces(o.allNamespaces).
+		LocalParam(o.local).FilenameParam(explicit, &files)
+	if stdin {
+		b = b.Stream(o.streams.In, "STDIN")
+	}
+	if !o.local {
+		b = b.LabelSelectorParam(o.selector).ResourceTypeOrNameArgs(false, args...).Latest()
+	}
+	r := b.Flatten().Do().IntoSingleItemImplied(&single)
+	infos, err := r.Infos()
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, info := range infos {
+		obj, ok := info.Object.(*unstructured.Unstructured)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: unexpected object type %T", info.Source, info.Object))
+			continue
+		}
+		if o.local && len(obj.GetManagedFields()) == 0 {
+			errs = append(errs, fmt.Errorf("%s: %s %s has no metadata.managedFields (save it with kubectl get -o yaml --show-managed-fields)", info.Source, obj.GetKind(), obj.GetName()))
+			continue
+		}
+		entries, err := ownershipcore.Owners(obj)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err))
+			continue
+		}
+		objs = append(objs, ownedObject{obj: obj, entries: entries})
+	}
+	return objs, single && len(infos) <= 1, errors.Join(errs...)
+}
+
+func (o *ownersOptions) run(args []string) error {
+	if err := o.validate(args); err != nil {
+		return err
+	}
+	paint, err := newPainter(o.color, o.streams.Out)
 	if err != nil {
 		return err
 	}
-	infos, err := resource.NewBuilder(o.flags).Unstructured().
-		NamespaceParam(ns).DefaultNamespace().
-		ResourceTypeOrNameArgs(true, args...).SingleResourceType().
-		Flatten().Do().Infos()
-	if err != nil {
-		return err
+	objs, single, errs := o.objects(args)
+	if o.manager != "" {
+		var managers []string
+		kept := objs[:0]
+		for _, ob := range objs {
+			if slices.Contains(ob.entries.Managers(), o.manager) {
+				kept = append(kept, ob)
+			}
+			for _, m := range ob.entries.Managers() {
+				if !slices.Contains(managers, m) {
+					managers = append(managers, m)
+				}
+			}
+		}
+		if len(kept) == 0 && len(objs) > 0 {
+			what := fmt.Sprintf("%s %s", objs[0].obj.GetKind(), objs[0].obj.GetName())
+			if len(objs) > 1 {
+				what = fmt.Sprintf("the %d objects", len(objs))
+			}
+			return errors.Join(errs, fmt.Errorf("field manager %q owns no field of %s (managers: %s)", o.manager, what, strings.Join(managers, ", ")))
+		}
+		objs = kept
 	}
-	if len(infos) != 1 {
-		return fmt.Errorf("owners needs exactly one object, got %d", len(infos))
-	}
-	obj, ok := infos[0].Object.(*unstructured.Unstructured)
-	if !ok {
-		return fmt.Errorf("unexpected object type %T", infos[0].Object)
-	}
-	entries, err := ownershipcore.Owners(obj)
-	if err != nil {
-		return err
-	}
-	if o.manager != "" && !slices.Contains(entries.Managers(), o.manager) {
-		return fmt.Errorf("field manager %q owns no field of %s %s (managers: %s)", o.manager, obj.GetKind(), obj.GetName(), strings.Join(entries.Managers(), ", "))
-	}
-	lines := ownershipcore.Blame(obj.Object, entries)
+	var err2 error
 	if o.output != "" {
-		return o.printFields(obj, lines)
+		err2 = o.printFields(objs, single)
+	} else {
+		err2 = o.printLines(o.streams.Out, objs, paint)
 	}
-	return o.printLines(o.streams.Out, lines)
+	return errors.Join(errs, err2)
 }
 
 // keep marks the lines to print: with --manager, the lines it owns, the
@@ -137,47 +260,76 @@ func (o *ownersOptions) keep(lines []ownershipcore.BlameLine) []bool {
 	return keep
 }
 
-func (o *ownersOptions) printLines(w io.Writer, lines []ownershipcore.BlameLine) error {
-	keep := o.keep(lines)
-	type row struct{ manager, op, age, text string }
-	rows := make([]row, 0, len(lines))
-	var mw, ow, aw int
-	for i, l := range lines {
-		if !keep[i] {
-			continue
-		}
-		r := row{text: l.Text}
-		var managers, ops []string
-		var newest *metav1.Time
-		for _, e := range l.Owners {
-			managers = append(managers, e.Manager)
-			op := string(e.Operation)
-			if e.Subresource != "" {
-				op += "/" + e.Subresource
-			}
-			ops = append(ops, op)
-			if e.Time != nil && (newest == nil || e.Time.After(newest.Time)) {
-				newest = e.Time
-			}
-		}
-		r.manager, r.op = strings.Join(managers, ","), strings.Join(ops, ",")
-		if newest != nil {
-			r.age = duration.HumanDuration(o.now().Sub(newest.Time))
-		}
-		mw, ow, aw = max(mw, len(r.manager)), max(ow, len(r.op)), max(aw, len(r.age))
-		rows = append(rows, r)
+// printLines prints the annotated YAML of objs, one gutter width for
+// all, --- between objects.
+func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *painter) error {
+	type row struct {
+		managers []string
+		op, when string
+		text     string
 	}
+	var rows []row
+	var mw, ow, tw int
+	for n, ob := range objs {
+		if n > 0 {
+			rows = append(rows, row{text: "---"})
+		}
+		lines := ownershipcore.Blame(ob.obj.Object, ob.entries)
+		keep := o.keep(lines)
+		for i, l := range lines {
+			if !keep[i] {
+				continue
+			}
+			r := row{text: l.Text}
+			var ops []string
+			var newest *metav1.Time
+			for _, e := range l.Owners {
+				r.managers = append(r.managers, e.Manager)
+				op := string(e.Operation)
+				if e.Subresource != "" {
+					op += "/" + e.Subresource
+				}
+				ops = append(ops, op)
+				if e.Time != nil && (newest == nil || e.Time.After(newest.Time)) {
+					newest = e.Time
+				}
+			}
+			r.op = strings.Join(ops, ",")
+			if newest != nil {
+				switch o.timeFormat {
+				case "age":
+					r.when = duration.HumanDuration(o.now().Sub(newest.Time))
+				case "rfc3339":
+					r.when = newest.UTC().Format(time.RFC3339)
+				}
+			}
+			mw, ow, tw = max(mw, len(strings.Join(r.managers, ","))), max(ow, len(r.op)), max(tw, len(r.when))
+			rows = append(rows, r)
+		}
+	}
+	var b strings.Builder
 	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "%-*s  %-*s  %*s  | %s\n", mw, r.manager, ow, r.op, aw, r.age, r.text); err != nil {
-			return err
+		names := make([]string, len(r.managers))
+		for i, m := range r.managers {
+			names[i] = paint.manager(m)
 		}
+		plain := len(strings.Join(r.managers, ","))
+		b.WriteString(strings.Join(names, ","))
+		b.WriteString(strings.Repeat(" ", mw-plain))
+		fmt.Fprintf(&b, "  %-*s  ", ow, r.op)
+		if o.timeFormat != "none" {
+			fmt.Fprintf(&b, "%*s  ", tw, r.when)
+		}
+		fmt.Fprintf(&b, "| %s\n", r.text)
 	}
-	return nil
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
-func (o *ownersOptions) printFields(obj *unstructured.Unstructured, lines []ownershipcore.BlameLine) error {
+func (o *ownersOptions) fields(ob ownedObject) ObjectOwners {
+	obj := ob.obj
 	out := ObjectOwners{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Fields: []FieldOwners{}}
-	for _, l := range lines {
+	for _, l := range ownershipcore.Blame(obj.Object, ob.entries) {
 		if len(l.Owners) == 0 || (o.manager != "" && !owns(l.Owners, o.manager)) {
 			continue
 		}
@@ -187,18 +339,40 @@ func (o *ownersOptions) printFields(obj *unstructured.Unstructured, lines []owne
 		}
 		out.Fields = append(out.Fields, f)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	return out
+}
+
+// printFields prints -o json or yaml: one ObjectOwners when the
+// arguments imply one object, an OwnersList otherwise.
+func (o *ownersOptions) printFields(objs []ownedObject, single bool) error {
+	var doc interface{}
+	if single && len(objs) == 1 {
+		doc = o.fields(objs[0])
+	} else {
+		list := OwnersList{Kind: "List", Items: []ObjectOwners{}}
+		for _, ob := range objs {
+			list.Items = append(list.Items, o.fields(ob))
+		}
+		doc = list
+	}
+	return printDocument(o.streams.Out, o.output, doc)
+}
+
+// printDocument prints doc as indented JSON, or as YAML when output is
+// "yaml".
+func printDocument(w io.Writer, output string, doc interface{}) error {
+	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
-	if o.output == "yaml" {
+	if output == "yaml" {
 		if b, err = yaml.JSONToYAML(b); err != nil {
 			return err
 		}
-		_, err = o.streams.Out.Write(b)
+		_, err = w.Write(b)
 		return err
 	}
-	_, err = fmt.Fprintf(o.streams.Out, "%s\n", b)
+	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
 }
 

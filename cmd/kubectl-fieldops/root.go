@@ -24,11 +24,16 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fieldops"},
 		Short:        "Field ownership of Kubernetes objects, and the state of fieldops's objects",
 		SilenceUsage: true,
+		// kubectl completes a plugin through kubectl_complete-fieldops
+		// (see completionArgs); the shell scripts of `completion` are for
+		// running kubectl-fieldops by itself.
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newOwnersCommand(flags, streams, now), newStatusCommand(flags, streams))
+	registerRootCompletions(root, flags)
+	root.AddCommand(newOwnersCommand(flags, streams, now), newStatusCommand(flags, streams), newCheckCRDCommand(flags, streams))
 	return root
 }
 

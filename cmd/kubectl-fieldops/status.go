@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +22,9 @@ type statusOptions struct {
 	flags         *genericclioptions.ConfigFlags
 	streams       genericiooptions.IOStreams
 	allNamespaces bool
+	selector      string
 	output        string
+	color         string
 }
 
 func newStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -44,16 +45,21 @@ every namespace (-A), with ClusterFieldPatches, one row each:
   DETAIL     the target and owned fields of a patch, the objects of a
              workload, the ready pods of a PodSet`,
 		Example: `  kubectl fieldops status -A
-  kubectl fieldops status -n payments -o json`,
+  kubectl fieldops status -n payments -o yaml
+  kubectl fieldops status -l team=payments --color always | less -R`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list objects in every namespace")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json (default: a table)")
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector of the objects to list, as kubectl get -l")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	cmd.Flags().StringVar(&o.color, "color", "auto", "colour READY and CONTESTED: auto (when printing to a terminal and NO_COLOR is unset), always or never")
+	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}, "color": colorModes})
 	return cmd
 }
 
-// StatusRow is one object of `status`; -o json prints a list of them.
+// StatusRow is one object of `status`; -o json and -o yaml print a list
+// of them.
 type StatusRow struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
@@ -66,14 +72,28 @@ type StatusRow struct {
 }
 
 func (o *statusOptions) run(ctx context.Context) error {
-	if o.output != "" && o.output != "json" {
-		return fmt.Errorf("--output %q: want json", o.output)
+	switch o.output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: want json or yaml", o.output)
+	}
+	paint, err := newPainter(o.color, o.streams.Out)
+	if err != nil {
+		return err
+	}
+	var opts []client.ListOption
+	if o.selector != "" {
+		sel, err := labels.Parse(o.selector)
+		if err != nil {
+			return fmt.Errorf("--selector: %w", err)
+		}
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 	}
 	c, err := newClient(o.flags)
 	if err != nil {
 		return err
 	}
-	var opts []client.ListOption
+	clusterOpts := slices.Clone(opts)
 	if !o.allNamespaces {
 		ns, err := namespace(o.flags)
 		if err != nil {
@@ -90,7 +110,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 		rows = append(rows, patchRow("FieldPatch", &fps.Items[i].ObjectMeta, &fps.Items[i].Spec, &fps.Items[i].Status))
 	}
 	cfps := &v1alpha1.ClusterFieldPatchList{}
-	if err := c.List(ctx, cfps); err != nil {
+	if err := c.List(ctx, cfps, clusterOpts...); err != nil {
 		return err
 	}
 	for i := range cfps.Items {
@@ -110,27 +130,28 @@ func (o *statusOptions) run(ctx context.Context) error {
 	for i := range pss.Items {
 		rows = append(rows, podSetRow(&pss.Items[i]))
 	}
-	if o.output == "json" {
+	if o.output != "" {
 		if rows == nil {
 			rows = []StatusRow{}
 		}
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(o.streams.Out, "%s\n", b)
-		return err
+		return printDocument(o.streams.Out, o.output, rows)
 	}
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(o.streams.ErrOut, "No fieldops objects found.")
 		return err
 	}
-	tw := tabwriter.NewWriter(o.streams.Out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tREADY\tREASON\tCONTESTED\tDETAIL")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, dash(r.Namespace), r.Name, r.Ready, dash(r.Reason), dash(r.Contested), r.Detail)
+	table := [][]cell{{{text: "KIND"}, {text: "NAMESPACE"}, {text: "NAME"}, {text: "READY"}, {text: "REASON"}, {text: "CONTESTED"}, {text: "DETAIL"}}}
+	contested := func(s string) string {
+		if s == "-" {
+			return s
+		}
+		return paint.paint(sgrYellow, s)
 	}
-	return tw.Flush()
+	for _, r := range rows {
+		table = append(table, []cell{{text: r.Kind}, {text: dash(r.Namespace)}, {text: r.Name},
+			{text: r.Ready, paint: paint.condition}, {text: dash(r.Reason)}, {text: dash(r.Contested), paint: contested}, {text: r.Detail}})
+	}
+	return writeTable(o.streams.Out, table)
 }
 
 func ready(conds []metav1.Condition) (status, reason, message string) {

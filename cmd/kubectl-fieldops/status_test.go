@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ func TestStatus(t *testing.T) {
 		fp.Status.Conditions = readyCondition(metav1.ConditionTrue, "Applied", "2 fields applied to DaemonSet platform/aws-node")
 		fp.Status.FieldCount = 2
 	})
-	pinned := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "pin-replicas", Namespace: "payments"},
+	pinned := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "pin-replicas", Namespace: "payments", Labels: map[string]string{"team": "payments"}},
 		Spec: patchSpec(v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, `{"spec":{"replicas":4}}`)}
 	create(t, pinned, func() {
 		pinned.Status.Conditions = readyCondition(metav1.ConditionFalse, "Contested", `field manager "hpa" keeps taking back patched fields; repairs are backed off`)
@@ -65,7 +66,7 @@ func TestStatus(t *testing.T) {
 		}
 	})
 	three := int32(3)
-	ps := &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "kafka", Namespace: "payments"},
+	ps := &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "kafka", Namespace: "payments", Labels: map[string]string{"team": "payments"}},
 		Spec: v1alpha1.PodSetSpec{Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "kafka"}},
 			Template: v1alpha1.PodSetTemplate{Metadata: v1alpha1.PodSetTemplateMetadata{Labels: map[string]string{"app": "kafka"}}}}}
 	create(t, ps, func() {
@@ -83,6 +84,8 @@ func TestStatus(t *testing.T) {
 	}{
 		{"status-all.txt", []string{"status", "-A"}},
 		{"status-payments.json", []string{"status", "-n", "payments", "-o", "json"}},
+		{"status-payments.yaml", []string{"status", "-n", "payments", "-o", "yaml"}},
+		{"status-team.txt", []string{"status", "-A", "-l", "team=payments", "--color", "always"}},
 	} {
 		out, stderr, err := plugin(t, c.args...)
 		if err != nil {
@@ -97,7 +100,16 @@ func TestStatus(t *testing.T) {
 	if err != nil || out == "" {
 		t.Errorf("status -n empty: %v %q %q", err, out, stderr)
 	}
-	if _, _, err := plugin(t, "status", "-o", "yaml"); err == nil || err.Error() != `--output "yaml": want json` {
-		t.Errorf("status -o yaml: %v", err)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "-o", "wide"}, `--output "wide": want json or yaml`},
+		{[]string{"status", "--color", "yes"}, `--color "yes": want auto, always, never`},
+		{[]string{"status", "-l", "a=(b"}, `--selector: `},
+	} {
+		if _, _, err := plugin(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
 	}
 }

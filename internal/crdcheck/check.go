@@ -1,0 +1,268 @@
+package crdcheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Severity says whether a finding makes the object fail or only changes
+// its ownership.
+type Severity string
+
+const (
+	// Break: the apiserver's field manager cannot convert the stored
+	// object with the new schema, so every server-side apply of it fails
+	// (by any manager, of any field) until the list is fixed by hand.
+	// Updates and patches fail too when the new schema requires the
+	// missing key (validation ratcheting cannot match a keyless element).
+	Break Severity = "Break"
+	// Warning: writes succeed, but who owns the list, and so who may
+	// apply it without a conflict or silently replace it, changes.
+	Warning Severity = "Warning"
+)
+
+// Finding is one list or map of one object and what the change does to
+// it.
+type Finding struct {
+	Severity Severity
+	// Path is the concrete path in the object: .spec.ports[2].protocols.
+	Path   string
+	Change Change
+	// Reason says what breaks and why; for a Break, the message the
+	// apiserver's field manager (structured-merge-diff) gives.
+	Reason string
+}
+
+// Check returns what changes (of obj's version) do to obj: for each list
+// or map at a changed path, structured-merge-diff's own rules for the new
+// topology (a map list needs map elements with their keys, a set scalar
+// elements; typed/helpers.go) and the ownership rules of the SSA docs
+// ("Merge strategy"; api-conventions, "Changing the topology of a
+// list"). Findings are in path order. It fails only when obj's
+// managedFields do not decode.
+func Check(obj *unstructured.Unstructured, changes []Change) ([]Finding, error) {
+	owners, err := ownershipcore.Owners(obj)
+	if err != nil {
+		return nil, err
+	}
+	version := obj.GetAPIVersion()
+	if i := strings.LastIndex(version, "/"); i >= 0 {
+		version = version[i+1:]
+	}
+	var out []Finding
+	for _, c := range changes {
+		if c.Version != version {
+			continue
+		}
+		for _, at := range instances(obj.Object, c.Path, "", fieldpath.Path{}, true) {
+			out = append(out, checkOne(c, at, owners)...)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// instance is a value at a changed path.
+type instance struct {
+	path  string
+	value interface{}
+	// fp is the path in managedFields' form; valid only when no list lies
+	// between the root and the value (list elements are named by the
+	// old topology's keys, which a changed schema may not give).
+	fp      fieldpath.Path
+	fpValid bool
+}
+
+func instances(v interface{}, path Path, at string, fp fieldpath.Path, fpValid bool) []instance {
+	if len(path) == 0 {
+		return []instance{{path: at, value: v, fp: fp, fpValid: fpValid}}
+	}
+	var out []instance
+	s := path[0]
+	switch {
+	case s.Items:
+		l, _ := v.([]interface{})
+		for i, e := range l {
+			out = append(out, instances(e, path[1:], at+"["+strconv.Itoa(i)+"]", nil, false)...)
+		}
+	case s.Values:
+		m, _ := v.(map[string]interface{})
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, instances(m[k], path[1:], at+"."+k, appendField(fp, k), fpValid)...)
+		}
+	default:
+		m, _ := v.(map[string]interface{})
+		if e, ok := m[s.Field]; ok && e != nil {
+			out = append(out, instances(e, path[1:], at+"."+s.Field, appendField(fp, s.Field), fpValid)...)
+		}
+	}
+	return out
+}
+
+func appendField(fp fieldpath.Path, name string) fieldpath.Path {
+	return append(slices.Clip(fp), fieldpath.PathElement{FieldName: &name})
+}
+
+func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Finding {
+	var out []Finding
+	add := func(sev Severity, path, reason string, args ...interface{}) {
+		out = append(out, Finding{Severity: sev, Path: path, Change: c, Reason: fmt.Sprintf(reason, args...)})
+	}
+	list, isList := at.value.([]interface{})
+	if c.List && isList {
+		switch c.New.Type {
+		case "map":
+			checkMapList(c, at.path, list, add)
+		case "set":
+			checkSet(at.path, list, add)
+		}
+	}
+	if len(owners) == 0 {
+		add(Warning, at.path, "the object has no managedFields: its first server-side apply makes %q (Update) own every field, this one as it is then", "before-first-apply")
+		return out
+	}
+	if !at.fpValid {
+		return out
+	}
+	holders := ownersOf(owners, at.fp)
+	if len(holders) == 0 {
+		return out
+	}
+	wasAtomic, isAtomic := c.Old.Type == "atomic", c.New.Type == "atomic"
+	switch {
+	case wasAtomic && !isAtomic:
+		add(Warning, at.path, "%s owned it whole (atomic); now %s only the field itself, none of its entries (SSA docs, \"Merge strategy\"): another manager may apply entries without a conflict, and the owner's apply no longer removes the entries it drops", strings.Join(holders, ", "), pronoun(holders))
+	case !wasAtomic && isAtomic && len(holders) > 1:
+		add(Warning, at.path, "%s own entries of it; as atomic, the next manager to apply it replaces it whole without a conflict, dropping the others' entries (api-conventions, \"Changing the topology of a list\")", strings.Join(holders, ", "))
+	case c.Old.Type == "map" && c.New.Type == "map" && len(holders) > 0:
+		add(Warning, at.path, "managedFields name its entries by the keys [%s]; with the keys [%s] those entries are other fields: %s lose ownership of the entries they applied", strings.Join(c.Old.Keys, ","), strings.Join(c.New.Keys, ","), strings.Join(holders, ", "))
+	}
+	return out
+}
+
+func pronoun(holders []string) string {
+	if len(holders) == 1 {
+		return "it owns"
+	}
+	return "they own"
+}
+
+// ownersOf names the managers whose field set holds fp or a field under
+// it, as "manager" (Operation).
+func ownersOf(owners ownershipcore.ManagedFields, fp fieldpath.Path) []string {
+	var out []string
+	for _, e := range owners {
+		held := e.Fields.Has(fp)
+		if !held {
+			e.Fields.Iterate(func(p fieldpath.Path) {
+				if len(p) > len(fp) && p[:len(fp)].Equals(fp) {
+					held = true
+				}
+			})
+		}
+		if name := fmt.Sprintf("%q (%s)", e.Manager, e.Operation); held && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// checkMapList applies structured-merge-diff's rules for the elements of
+// an associative list with keys (typed/helpers.go,
+// keyedAssociativeListItemToPathElement) and its duplicate check
+// (typed/validate.go), which the apiserver relaxes for stored objects.
+func checkMapList(c Change, path string, list []interface{}, add func(Severity, string, string, ...interface{})) {
+	seen := map[string]int{}
+	for i, e := range list {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		if e == nil {
+			add(Break, at, "associative list with keys may not have a null element")
+			continue
+		}
+		m, ok := e.(map[string]interface{})
+		if !ok {
+			add(Break, at, "associative list with keys may not have non-map elements (the element is %s)", kindOf(e))
+			continue
+		}
+		var key, missing []string
+		for _, k := range c.New.Keys {
+			if v, ok := m[k]; ok {
+				b, _ := json.Marshal(v)
+				key = append(key, fmt.Sprintf("%s=%s", k, b))
+			} else if !slices.Contains(c.KeyDefaults, k) {
+				missing = append(missing, k)
+			}
+		}
+		if len(key) == 0 && len(missing) > 0 {
+			add(Break, at, "associative list with keys has an element that omits all key fields %q (and doesn't have default values for any key fields)", c.New.Keys)
+			continue
+		}
+		if len(missing) > 0 {
+			add(Warning, at, "the element omits the key fields %q: it is named by [%s] alone, and an apply that names all the keys is another entry", missing, strings.Join(key, ","))
+		}
+		k := "[" + strings.Join(key, ",") + "]"
+		if j, ok := seen[k]; ok {
+			add(Warning, at, "duplicate entries for key %s (element %d too): the apiserver keeps them in a stored object but owns them as one atomic entry, and no apply may name that key until one is removed", k, j)
+			continue
+		}
+		seen[k] = i
+	}
+}
+
+// checkSet applies structured-merge-diff's rules for the elements of a
+// set (typed/helpers.go, setItemToPathElement).
+func checkSet(path string, list []interface{}, add func(Severity, string, string, ...interface{})) {
+	seen := map[string]int{}
+	for i, e := range list {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		switch e.(type) {
+		case map[string]interface{}:
+			add(Break, at, "associative list without keys has an element that's a map type")
+			continue
+		case []interface{}:
+			add(Break, at, "not supported: associative list with lists as elements")
+			continue
+		case nil:
+			add(Break, at, "associative list without keys has an element that's an explicit null")
+			continue
+		}
+		b, _ := json.Marshal(e)
+		if j, ok := seen[string(b)]; ok {
+			add(Warning, at, "duplicate entries for value %s (element %d too): the apiserver keeps them in a stored object but owns them as one atomic entry", b, j)
+			continue
+		}
+		seen[string(b)] = i
+	}
+}
+
+func kindOf(v interface{}) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []interface{}:
+		return "a list"
+	default:
+		return "a number"
+	}
+}
+
+// Breaks reports whether any finding is a Break.
+func Breaks(findings []Finding) bool {
+	return slices.ContainsFunc(findings, func(f Finding) bool { return f.Severity == Break })
+}
