@@ -87,9 +87,20 @@ func writeLedger(st *v1alpha1.FieldPatchStatus, l *ownershipcore.Ledger, targetU
 // status written with an optimistic lock on that resourceVersion, so the
 // record and the first write are ordered by the apiserver, not by timing.
 // It returns the ledger to use.
-func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldpath.Set, manager string) (*ownershipcore.Ledger, error) {
+//
+// When the apply will take no field from another manager (every new field
+// is unowned, or co-owned with the same value) and the patch owns none of
+// the intent yet, the record is made in memory and written with the status
+// after the apply (issue 11: two requests fewer per FieldPatch): a crash
+// before that write loses nothing, since the same record is made again
+// from the target, where no owner was displaced.
+func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldpath.Set, manager string) (*ownershipcore.Ledger, error) {
 	uid := string(live.GetUID())
 	if intentSet.Difference(ledger.Recorded).Empty() && obj.PatchStatus().TargetUID == uid {
+		return ledger, nil
+	}
+	if r.recordCanWait(live, intent, owners, intentSet, manager) {
+		ledger.Record(owners, intentSet, manager)
 		return ledger, nil
 	}
 	fresh := r.newObject()
@@ -112,6 +123,24 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 		return nil, fmt.Errorf("record previous owners: %w", err)
 	}
 	return l, nil
+}
+
+// recordCanWait reports whether the record of intentSet's owners can be
+// written after the apply: manager owns none of intentSet on live (so live
+// is not our own earlier write seen through a lagging FieldPatch), and no
+// field where live differs from the intent is owned by another manager
+// (the apply displaces nobody; shared fields stay shared).
+func (r *Reconciler) recordCanWait(live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, intentSet *fieldpath.Set, manager string) bool {
+	for _, e := range owners {
+		if e.Manager == manager && !e.Fields.Intersection(intentSet).Empty() {
+			return false
+		}
+	}
+	diff, err := r.Applier.OwnedDiff(live, intent, manager)
+	if err != nil {
+		return false
+	}
+	return owners.OwnersOf(diff, manager).Union().Empty()
 }
 
 // reader reads without the cache when the manager gave an API reader.

@@ -90,7 +90,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	recordedBefore := ledger.Recorded.Copy()
 	ledger.Follow(owners, present, manager)
-	if ledger, err = r.recordOwners(ctx, obj, ledger, live, owners, present, intentSet, manager); err != nil {
+	if ledger, err = r.recordOwners(ctx, obj, ledger, live, intent, owners, present, intentSet, manager); err != nil {
 		return r.fail(obj, err)
 	}
 	if err := r.giveBackDropped(ctx, applier, obj, ref, live, owners, ledger, intentSet, manager); err != nil {
@@ -152,6 +152,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 
 	requeue := time.Duration(0)
 	if res.Action == ownershipcore.ActionConfigured || res.Action == ownershipcore.ActionCreated {
+		r.watches.Wrote(obj, res.Object) // its watch event is our own write
 		st.LastAppliedTime = &metav1.Time{Time: now}
 		switch {
 		case drifter != "" && r.contests.Repaired(key, drifter, now) >= 2:

@@ -279,6 +279,9 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	e.Action = string(res.Action)
 	setHealth(e, res.Object)
+	if res.Action == ownershipcore.ActionCreated || res.Action == ownershipcore.ActionConfigured {
+		r.watches.Wrote(p.mw, res.Object) // its watch event is our own write
+	}
 	if res.Object != nil {
 		e.UID = res.Object.GetUID()
 		if owners, err := ownershipcore.Owners(res.Object); err == nil {

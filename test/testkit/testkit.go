@@ -23,12 +23,14 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// WriteCounter counts write requests (every method but GET) per URL path.
-// Install it with Wrap on the manager's rest.Config.
+// WriteCounter counts write requests (every method but GET) and reads
+// (GET: gets, lists and watches) per URL path. Install it with Wrap on the
+// manager's rest.Config.
 type WriteCounter struct {
 	next   http.RoundTripper
 	mu     sync.Mutex
 	byPath map[string]int
+	reads  map[string]int
 }
 
 // Wrap makes cfg's transport count through c.
@@ -38,15 +40,31 @@ func (c *WriteCounter) Wrap(cfg *rest.Config) {
 
 // RoundTrip counts r and sends it on.
 func (c *WriteCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet {
-		c.mu.Lock()
-		if c.byPath == nil {
-			c.byPath = map[string]int{}
-		}
-		c.byPath[r.URL.Path]++
-		c.mu.Unlock()
+	c.mu.Lock()
+	if c.byPath == nil {
+		c.byPath, c.reads = map[string]int{}, map[string]int{}
 	}
+	if r.Method != http.MethodGet {
+		c.byPath[r.URL.Path]++
+	} else {
+		c.reads[r.URL.Path]++
+	}
+	c.mu.Unlock()
 	return c.next.RoundTrip(r)
+}
+
+// Reads returns the GET requests (gets, lists, watches) of paths ending in
+// suffix.
+func (c *WriteCounter) Reads(suffix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for p, v := range c.reads {
+		if strings.HasSuffix(p, suffix) {
+			n += v
+		}
+	}
+	return n
 }
 
 // Writes returns the writes to paths ending in suffix.

@@ -66,9 +66,11 @@ func (t Target) String() string {
 }
 
 // Sink is told about every change of a target it holds a reference on
-// (added, updated, deleted, or changed across a relist). It must not block.
+// (added, updated, deleted, or changed across a relist), with the
+// target's resourceVersion after the change ("" when it is gone). It must
+// not block.
 type Sink interface {
-	TargetChanged(Target)
+	TargetChanged(t Target, resourceVersion string)
 }
 
 // Ref is one reference on a target: a sink (one per controller) and the
@@ -312,8 +314,9 @@ func (c *Cache) start(t Target, gvr schema.GroupVersionResource) *entry {
 	return e
 }
 
-// notify tells every sink holding a reference on t (once each).
-func (c *Cache) notify(t Target) {
+// notify tells every sink holding a reference on t (once each) that t is
+// now at resourceVersion rv.
+func (c *Cache) notify(t Target, rv string) {
 	c.mu.Lock()
 	e := c.entries[t]
 	var sinks []Sink
@@ -328,7 +331,7 @@ func (c *Cache) notify(t Target) {
 	}
 	c.mu.Unlock()
 	for _, s := range sinks {
-		s.TargetChanged(t)
+		s.TargetChanged(t, rv)
 	}
 }
 
@@ -424,7 +427,11 @@ func (e *entry) set(obj *unstructured.Unstructured, replace bool) {
 	e.obj = obj
 	e.mu.Unlock()
 	if changed {
-		e.cache.notify(e.target)
+		rv := ""
+		if obj != nil {
+			rv = obj.GetResourceVersion()
+		}
+		e.cache.notify(e.target, rv)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -282,9 +283,13 @@ func TestWorkloadWatchesFollowSpec(t *testing.T) {
 		t.Fatal("x and y are not the objects watched")
 	}
 
-	kit.Get(t, mw)
-	mw.Spec.Resources = raw(doc("cm-x"))
-	if err := k8s.Update(context.Background(), mw); err != nil {
+	// The controller writes the workload's status meanwhile: retry on
+	// conflicts.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kit.Get(t, mw)
+		mw.Spec.Resources = raw(doc("cm-x"))
+		return k8s.Update(context.Background(), mw)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitStats(t, targetcache.Stats{Watches: 1, Objects: 1, Refs: 1})
@@ -313,7 +318,7 @@ type sink struct {
 	changes []targetcache.Target
 }
 
-func (s *sink) TargetChanged(t targetcache.Target) {
+func (s *sink) TargetChanged(t targetcache.Target, _ string) {
 	s.mu.Lock()
 	s.changes = append(s.changes, t)
 	s.mu.Unlock()

@@ -61,6 +61,9 @@ type Watches struct {
 	// refs are each referrer's targets; true when Ensured since the
 	// referrer's last Sweep.
 	refs map[types.NamespacedName]map[targetcache.Target]bool
+	// wrote are, per target, the resourceVersions referrers' own writes
+	// left it at (see Wrote).
+	wrote map[targetcache.Target]map[types.NamespacedName]string
 }
 
 // New returns the Watches of controller c, whose objects are listed as
@@ -71,7 +74,7 @@ func New(mgr manager.Manager, c controller.Controller, list client.ObjectList, i
 	if err != nil {
 		return nil, err
 	}
-	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]map[targetcache.Target]bool{}}
+	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]map[targetcache.Target]bool{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}}
 	if err := c.Watch(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		w.mu.Lock()
 		w.queue = q
@@ -131,6 +134,7 @@ func (w *Watches) Sweep(referrer client.Object) {
 		}
 		w.targets.Release(w.ref(key), t)
 		delete(held, t)
+		delete(w.wrote[t], key)
 	}
 	if len(held) == 0 {
 		delete(w.refs, key)
@@ -164,8 +168,32 @@ func (w *Watches) Release(referrer types.NamespacedName) {
 func (w *Watches) release(referrer types.NamespacedName) {
 	for t := range w.refs[referrer] {
 		w.targets.Release(w.ref(referrer), t)
+		delete(w.wrote[t], referrer)
 	}
 	delete(w.refs, referrer)
+}
+
+// Wrote records that referrer's own write left target (the server's
+// answer) at its resourceVersion: the watch event of that write is not
+// queued for referrer (its reconcile would only see its own write, through
+// a cache of referrer that may not hold the status just written yet: a
+// second reconcile, a fresh read and a status write for nothing; issue
+// 11). Other referrers of the target are queued as usual, and any other
+// version of the target queues referrer too.
+func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructured) {
+	if w == nil || target == nil || target.GetResourceVersion() == "" {
+		return
+	}
+	t := targetcache.TargetOf(target)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.refs[client.ObjectKeyFromObject(referrer)][t]; !ok {
+		return // not watched: no event to expect
+	}
+	if w.wrote[t] == nil {
+		w.wrote[t] = map[types.NamespacedName]string{}
+	}
+	w.wrote[t][client.ObjectKeyFromObject(referrer)] = target.GetResourceVersion()
 }
 
 // Referrers returns how many referrers hold references (for tests).
@@ -179,15 +207,21 @@ func (w *Watches) Referrers() int {
 }
 
 // TargetChanged implements targetcache.Sink: it queues every List item
-// whose Index holds t's Key.
-func (w *Watches) TargetChanged(t targetcache.Target) {
+// whose Index holds t's Key, but not a referrer whose own write left t at
+// rv (see Wrote).
+func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	w.mu.Lock()
 	q := w.queue
+	own := w.wrote[t]
+	delete(w.wrote, t) // one event settles every recorded write: ours, or a later version
 	w.mu.Unlock()
 	if q == nil {
 		return
 	}
 	for _, req := range w.requests(context.Background(), Key(t.GVK.GroupKind(), t.Namespace, t.Name)) {
+		if rv != "" && own[req.NamespacedName] == rv {
+			continue
+		}
 		q.Add(req)
 	}
 }
