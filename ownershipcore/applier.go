@@ -299,6 +299,12 @@ func (a *Applier) Get(ctx context.Context, obj *unstructured.Unstructured) (*uns
 	return a.get(ctx, a.Reader, obj)
 }
 
+// GetFresh is Get through APIReader: the apiserver's current object, never
+// a cached copy.
+func (a *Applier) GetFresh(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return a.get(ctx, a.freshReader(), obj)
+}
+
 func (a *Applier) get(ctx context.Context, r client.Reader, intent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(intent.GroupVersionKind())

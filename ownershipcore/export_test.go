@@ -11,5 +11,5 @@ import (
 // (fields only manager owned, as seen before the empty apply), for tests
 // that reproduce the apiserver keeping unowned fields.
 func RelinquishExpecting(ctx context.Context, a *Applier, obj *unstructured.Unstructured, manager string, extra *fieldpath.Set) (Result, error) {
-	return a.relinquish(ctx, obj, manager, extra)
+	return a.relinquish(ctx, obj, nil, manager, extra)
 }

@@ -129,13 +129,24 @@ func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (
 // request, its guards and its retries. It returns the fields moved. See the
 // SSA docs, "Transferring ownership".
 func (a *Applier) HandBack(ctx context.Context, obj *unstructured.Unstructured, manager string, previous ManagedFields) (*fieldpath.Set, error) {
-	moved, err := a.editManagedFields(ctx, obj, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
+	moved, _, err := a.HandBackFrom(ctx, obj, nil, manager, previous)
+	return moved, err
+}
+
+// HandBackFrom is HandBack starting from live, obj as last read (from a
+// cache, say; nil: read through APIReader): the first patch is guarded by
+// live's UID and resourceVersion, so a stale live costs one refused patch
+// and a fresh read, never a wrong edit, and a current one saves the read
+// (issue 11: hand-back in three requests). It also returns the object after
+// the patch, the apiserver's answer, or nil when nothing was sent.
+func (a *Applier) HandBackFrom(ctx context.Context, obj, live *unstructured.Unstructured, manager string, previous ManagedFields) (*fieldpath.Set, *unstructured.Unstructured, error) {
+	moved, after, err := a.editManagedFields(ctx, obj, live, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
 		return HandBackPlan(current, manager, previous)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hand back fields of %s: %w", describe(obj), err)
+		return nil, nil, fmt.Errorf("hand back fields of %s: %w", describe(obj), err)
 	}
-	return moved, nil
+	return moved, after, nil
 }
 
 // Release drops fields from manager's Apply entry on obj without giving
@@ -144,13 +155,19 @@ func (a *Applier) HandBack(ctx context.Context, obj *unstructured.Unstructured, 
 // with deletionPolicy Relinquish or Orphan lets go of fields it took. See
 // editManagedFields for the request. It returns the fields released.
 func (a *Applier) Release(ctx context.Context, obj *unstructured.Unstructured, manager string, fields *fieldpath.Set) (*fieldpath.Set, error) {
-	released, err := a.editManagedFields(ctx, obj, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
+	released, _, err := a.ReleaseFrom(ctx, obj, nil, manager, fields)
+	return released, err
+}
+
+// ReleaseFrom is Release starting from live, as HandBackFrom.
+func (a *Applier) ReleaseFrom(ctx context.Context, obj, live *unstructured.Unstructured, manager string, fields *fieldpath.Set) (*fieldpath.Set, *unstructured.Unstructured, error) {
+	released, after, err := a.editManagedFields(ctx, obj, live, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
 		return ReleasePlan(current, manager, fields)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("release fields of %s: %w", describe(obj), err)
+		return nil, nil, fmt.Errorf("release fields of %s: %w", describe(obj), err)
 	}
-	return released, nil
+	return released, after, nil
 }
 
 // editManagedFields rewrites obj's managed fields as plan says, with one
@@ -161,14 +178,21 @@ func (a *Applier) Release(ctx context.Context, obj *unstructured.Unstructured, m
 // retry after a crash moves nothing twice. An empty plan sends nothing.
 // obj needs apiVersion, kind, name and namespace; a missing object is
 // returned as the apiserver's NotFound.
-func (a *Applier) editManagedFields(ctx context.Context, obj *unstructured.Unstructured, manager string, plan func(ManagedFields) (ManagedFields, *fieldpath.Set)) (*fieldpath.Set, error) {
+func (a *Applier) editManagedFields(ctx context.Context, obj, first *unstructured.Unstructured, manager string, plan func(ManagedFields) (ManagedFields, *fieldpath.Set)) (*fieldpath.Set, *unstructured.Unstructured, error) {
 	var changed *fieldpath.Set
+	var after *unstructured.Unstructured
 	err := retry.OnError(retry.DefaultRetry, func(err error) bool {
 		return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
 	}, func() error {
-		live, err := a.fresh(ctx, obj)
-		if err != nil {
-			return err
+		live := first
+		first = nil // a retry reads fresh
+		if live == nil || (obj.GetUID() != "" && live.GetUID() != obj.GetUID()) {
+			var err error
+			if live, err = a.fresh(ctx, obj); err != nil {
+				return err
+			}
+		} else {
+			live = live.DeepCopy()
 		}
 		current, err := Owners(live)
 		if err != nil {
@@ -195,9 +219,13 @@ func (a *Applier) editManagedFields(ctx context.Context, obj *unstructured.Unstr
 		if err != nil {
 			return err
 		}
-		return a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager))
+		if err := a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager)); err != nil {
+			return err
+		}
+		after = live
+		return nil
 	})
-	return changed, err
+	return changed, after, err
 }
 
 // guards are the JSON patch tests that make a patch apply only to the
@@ -243,16 +271,28 @@ func (a *Applier) fresh(ctx context.Context, obj *unstructured.Unstructured) (*u
 // carries a UID, an object with another UID is treated as gone (the empty
 // apply carries the UID too, so a deleted object is never recreated).
 func (a *Applier) Relinquish(ctx context.Context, obj *unstructured.Unstructured, manager string) (Result, error) {
-	return a.relinquish(ctx, obj, manager, nil)
+	return a.relinquish(ctx, obj, nil, manager, nil)
 }
 
-func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured, manager string, expect *fieldpath.Set) (Result, error) {
-	live, err := a.fresh(ctx, obj)
-	if apierrors.IsNotFound(err) {
-		return Result{Action: ActionUnchanged}, nil
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+// RelinquishFrom is Relinquish with fresh, an answer of the apiserver just
+// received for obj (the object a write returned, or a read through
+// APIReader; never a cached copy, which may not show manager's entry yet),
+// instead of a read of its own. Its check reads the empty apply's answer,
+// so a relinquish costs one request more only when leftovers are removed.
+func (a *Applier) RelinquishFrom(ctx context.Context, obj, fresh *unstructured.Unstructured, manager string) (Result, error) {
+	return a.relinquish(ctx, obj, fresh, manager, nil)
+}
+
+func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstructured, manager string, expect *fieldpath.Set) (Result, error) {
+	if live == nil || (obj.GetUID() != "" && live.GetUID() != obj.GetUID()) {
+		var err error
+		live, err = a.fresh(ctx, obj)
+		if apierrors.IsNotFound(err) {
+			return Result{Action: ActionUnchanged}, nil
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+		}
 	}
 	owners, err := Owners(live)
 	if err != nil {
@@ -269,7 +309,7 @@ func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured
 	// fields) first, so the empty apply leaves it.
 	others := owners.others(manager)
 	if shield := Holders(others, ours.Fields); !shield.Empty() {
-		if _, err := a.Release(ctx, ref, manager, shield); err != nil {
+		if _, _, err := a.ReleaseFrom(ctx, ref, live, manager, shield); err != nil {
 			return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 		}
 		ours = &Entry{ManagerKey: ours.ManagerKey, Fields: ours.Fields.Difference(shield)}
@@ -300,7 +340,7 @@ func (a *Applier) relinquish(ctx context.Context, obj *unstructured.Unstructured
 		return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 	}
 	res := Result{Action: ActionConfigured, Object: empty}
-	removed, after, err := a.removeLeftovers(ctx, obj, live.GetUID(), manager, alone)
+	removed, after, err := a.removeLeftovers(ctx, obj, empty, live.GetUID(), manager, alone)
 	if err != nil {
 		return res, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 	}
@@ -346,22 +386,32 @@ func (m ManagedFields) others(manager string) *fieldpath.Set {
 	return out
 }
 
-// removeLeftovers reads the object again and removes the fields of alone
+// removeLeftovers looks at the object after the empty apply (applied, the
+// apply's answer; read again on a retry) and removes the fields of alone
 // that are still there with no owner, then checks that manager has no
-// entry left. It returns the fields removed and the object as last read.
-func (a *Applier) removeLeftovers(ctx context.Context, obj *unstructured.Unstructured, uid types.UID, manager string, alone *fieldpath.Set) (*fieldpath.Set, *unstructured.Unstructured, error) {
+// entry left. It returns the fields removed and the object as last seen.
+func (a *Applier) removeLeftovers(ctx context.Context, obj, applied *unstructured.Unstructured, uid types.UID, manager string, alone *fieldpath.Set) (*fieldpath.Set, *unstructured.Unstructured, error) {
 	removed := fieldpath.NewSet()
 	var after *unstructured.Unstructured
 	ref := obj.DeepCopy()
 	ref.SetUID(uid)
+	first := applied
+	if first != nil && (first.GetResourceVersion() == "" || first.GetUID() != uid) {
+		first = nil
+	}
 	err := retry.OnError(retry.DefaultRetry, apierrors.IsConflict, func() error {
-		live, err := a.fresh(ctx, ref)
-		if apierrors.IsNotFound(err) {
-			after = nil
-			return nil
-		}
-		if err != nil {
-			return err
+		live := first
+		first = nil // a retry reads fresh
+		if live == nil {
+			var err error
+			live, err = a.fresh(ctx, ref)
+			if apierrors.IsNotFound(err) {
+				after = nil
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 		}
 		after = live
 		owners, err := Owners(live)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,15 +70,28 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 }
 
 // giveBack runs the deletion policy on the target ref (which carries the
-// recorded UID).
+// recorded UID), in as few requests as it can (issue 11): the target is
+// read from the target cache; the hand-back or release patch is guarded by
+// that copy's UID and resourceVersion (a stale copy costs a refused patch
+// and a fresh read); the relinquish starts from the patch's answer, or
+// from a fresh read when nothing was patched (a cached copy may not show
+// our entry yet), and checks its result on the empty apply's answer. One
+// event reports what happened.
 func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string) error {
 	st, policy := obj.PatchStatus(), obj.PatchSpec().DeletionPolicy
-	live := ref.DeepCopy()
-	if err := applier.APIReader.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
+	live, err := applier.Get(ctx, ref)
+	if err != nil {
 		return err
 	}
-	if live.GetUID() != ref.GetUID() {
-		return nil // replaced: the object we wrote to is gone
+	if live == nil || live.GetUID() != ref.GetUID() || !hasEntry(live, manager) {
+		// Gone, replaced, or no entry of ours: make sure on a fresh read
+		// (the cache may lag behind our last write).
+		if live, err = applier.GetFresh(ctx, ref); err != nil || live == nil {
+			return err
+		}
+		if live.GetUID() != ref.GetUID() {
+			return nil // replaced: the object we wrote to is gone
+		}
 	}
 	owners, present, err := r.observeTarget(live)
 	if err != nil {
@@ -93,28 +107,41 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	}
 	ledger.Follow(owners, present, manager)
 	kind := ref.GetKind()
+	var done []string
+	reason := ReasonRelinquished
+	step := func(moved *fieldpath.Set, metricStep, format string) {
+		if n := len(intentLeaves(moved)); n > 0 {
+			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
+			done = append(done, fmt.Sprintf(format, n, kind, objectName(ref)))
+		}
+	}
+	var after *unstructured.Unstructured
 	switch policy {
 	case v1alpha1.DeletionPolicyOrphan:
-		released, err := applier.Release(ctx, ref, manager, ours.Fields)
+		released, _, err := applier.ReleaseFrom(ctx, ref, live, manager, ours.Fields)
 		if err != nil {
 			return err
 		}
-		r.gaveBack(obj, kind, ref, metrics.StepRelinquish, ReasonRelinquished, "left %d fields of %s %s in place without an owner (Orphan)", released)
+		step(released, metrics.StepRelinquish, "left %d fields of %s %s in place without an owner (Orphan)")
+		r.reportGiveBack(obj, reason, done)
 		return nil
 	case v1alpha1.DeletionPolicyRelinquish:
-		released, err := applier.Release(ctx, ref, manager, ledger.Taken())
-		if err != nil {
+		var released *fieldpath.Set
+		if released, after, err = applier.ReleaseFrom(ctx, ref, live, manager, ledger.Taken()); err != nil {
 			return err
 		}
-		r.gaveBack(obj, kind, ref, metrics.StepRelinquish, ReasonRelinquished, "left %d fields the patch took on %s %s in place without an owner", released)
+		step(released, metrics.StepRelinquish, "left %d fields the patch took on %s %s in place without an owner")
 	default:
-		moved, err := applier.HandBack(ctx, ref, manager, ledger.Previous(nil))
-		if err != nil {
+		var moved *fieldpath.Set
+		if moved, after, err = applier.HandBackFrom(ctx, ref, live, manager, ledger.Previous(nil)); err != nil {
 			return err
 		}
-		r.gaveBack(obj, kind, ref, metrics.StepHandBack, ReasonHandedBack, "handed %d fields of %s %s back to their previous owners", moved)
+		if !moved.Empty() {
+			reason = ReasonHandedBack
+		}
+		step(moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners")
 	}
-	res, err := applier.Relinquish(ctx, ref, manager)
+	res, err := applier.RelinquishFrom(ctx, ref, after, manager)
 	if err != nil {
 		return err
 	}
@@ -127,20 +154,28 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 		if n := len(intentLeaves(res.Removed)); n > 0 {
 			msg += fmt.Sprintf("; %d of them the apiserver kept after the empty apply were removed with a guarded patch", n)
 		}
-		r.event(obj, corev1.EventTypeNormal, ReasonRelinquished, "%s", msg)
+		done = append(done, msg)
 	}
+	r.reportGiveBack(obj, reason, done)
 	return nil
 }
 
-// gaveBack counts and reports a hand-back or release step that changed
-// something.
-func (r *Reconciler) gaveBack(obj v1alpha1.Patcher, kind string, ref *unstructured.Unstructured, step, reason, format string, fields *fieldpath.Set) {
-	n := len(intentLeaves(fields))
-	if n == 0 {
-		return
+// reportGiveBack emits one event for a deletion's steps: HandedBack when
+// fields went back to their previous owners, else Relinquished.
+func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, reason string, done []string) {
+	if len(done) > 0 {
+		r.event(obj, corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
 	}
-	metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, step).Inc()
-	r.event(obj, corev1.EventTypeNormal, reason, format, n, kind, objectName(ref))
+}
+
+// hasEntry reports whether manager has a managed fields entry on obj.
+func hasEntry(obj *unstructured.Unstructured, manager string) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == manager {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler) deleteFailed(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {

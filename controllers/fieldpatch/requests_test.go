@@ -2,6 +2,7 @@ package fieldpatch_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -13,18 +14,26 @@ import (
 // apiserver. One that takes a field from another manager also writes the
 // record before the apply (a crash between the two must not lose it): one
 // fresh read and one status write more.
+//
+// Deletion: one patch of the target's managed fields when fields go back
+// (guarded, from the cached copy), one empty apply when added fields go
+// (checked on its answer; a fresh read first when nothing was patched),
+// the finalizer, and one event.
 func TestRequestsPerFieldPatch(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		patch         string
 		statusWrites  int
 		fieldPatchGET int
+		// on deletion
+		targetWrites, targetReads int
 	}{
-		{"adds a field", `{data: {added: "1"}}`, 1, 0},
-		{"takes a field", `{data: {owned: mine}}`, 2, 1},
+		{"adds a field", `{data: {added: "1"}}`, 1, 0, 1, 1},
+		{"takes a field", `{data: {owned: mine}}`, 2, 1, 1, 0},
+		{"takes one and adds one", `{data: {owned: mine, added: "1"}}`, 2, 1, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := namespace(t, fmt.Sprintf("requests-%d", len(tc.patch)))
+			ns := namespace(t, "requests-"+strings.ReplaceAll(tc.name, " ", "-"))
 			applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {owned: helm}}", ns))
 			fpPath := "/namespaces/" + ns + "/fieldpatches/p"
 			target := "/namespaces/" + ns + "/configmaps/cfg"
@@ -58,6 +67,25 @@ spec:
 			}
 			if n := requests.Reads("/namespaces/" + ns + "/configmaps"); n > 2 {
 				t.Errorf("%d lists and watches of configmaps, want the target's own list and watch", n)
+			}
+
+			writes, reads, events := requests.Writes(target), requests.Reads(target), requests.Writes("/namespaces/"+ns+"/events")
+			deleteAndWait(t, fp)
+			if n := requests.Writes(target) - writes; n != tc.targetWrites {
+				t.Errorf("deletion: %d writes of the target, want %d", n, tc.targetWrites)
+			}
+			if n := requests.Reads(target) - reads; n != tc.targetReads {
+				t.Errorf("deletion: %d reads of the target, want %d", n, tc.targetReads)
+			}
+			if n := requests.Writes("/namespaces/"+ns+"/events") - events; n > 1 {
+				t.Errorf("deletion: %d events, want one", n)
+			}
+			if n := requests.Writes(fpPath); n != 2 {
+				t.Errorf("%d writes of the FieldPatch in all, want 2 (the finalizer added, then removed)", n)
+			}
+			o := owners(t, live(t, obj(t, fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}}", ns))))
+			if fmt.Sprint(o) != "map[.data.owned:[helm/Apply]]" {
+				t.Errorf("owners after deletion %v, want helm's field back with helm and nothing else", o)
 			}
 		})
 	}

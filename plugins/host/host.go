@@ -19,6 +19,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -175,7 +177,9 @@ func (h *Host) call(ctx context.Context, name, method string, fn func(ctx contex
 	switch {
 	case errors.Is(err, sdk.ErrMalformedAnswer):
 		reason = "malformed"
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, status.Code(err) == codes.DeadlineExceeded:
+		// gRPC may report the deadline (its own timer) a moment before
+		// ctx.Err() is set: either is the timeout.
 		reason = "timeout"
 		err = fmt.Errorf("plugin %q: %s timed out after %s: %w", name, method, h.opts.Timeout, err)
 	default:
