@@ -49,12 +49,38 @@ func NewSchema(d discovery.DiscoveryInterface) *Schema {
 	}
 }
 
+// NewStaticSchema returns a Schema of fixed type converters, one per
+// GroupVersion, that never reads from an apiserver: for tests and tools
+// that work offline (the converter of client-go's applyconfigurations,
+// applyconfigurations.NewTypeConverter(scheme), knows every built-in kind;
+// managedfields.NewTypeConverter builds one from OpenAPI schemas, e.g. a
+// CRD's). A GroupVersion it does not hold is ErrUnknownKind; Invalidate
+// and InvalidateGroup drop nothing.
+func NewStaticSchema(converters map[schema.GroupVersion]managedfields.TypeConverter) *Schema {
+	s := &Schema{
+		tcs:  map[schema.GroupVersion]managedfields.TypeConverter{},
+		fms:  map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		read: map[schema.GroupVersion]time.Time{},
+	}
+	for gv, tc := range converters {
+		s.tcs[gv] = tc
+		s.read[gv] = time.Now()
+	}
+	return s
+}
+
+// static reports whether s was made by NewStaticSchema.
+func (s *Schema) static() bool { return s.root == nil }
+
 // ErrUnknownKind is returned (wrapped) when the apiserver publishes no
 // schema for a kind.
 var ErrUnknownKind = errors.New("kind not served by the apiserver")
 
 // Invalidate forgets the cached schema of gv.
 func (s *Schema) Invalidate(gv schema.GroupVersion) {
+	if s.static() {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.tcs, gv)
@@ -71,6 +97,9 @@ func (s *Schema) Invalidate(gv schema.GroupVersion) {
 // read right after may still see the old schema; a kind or a field missing
 // from it is re-read on use (ToTyped).
 func (s *Schema) InvalidateGroup(group string) {
+	if s.static() {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for gv := range s.tcs {
@@ -93,6 +122,9 @@ func (s *Schema) TypeConverter(gv schema.GroupVersion) (managedfields.TypeConver
 	s.mu.Unlock()
 	if ok {
 		return tc, nil
+	}
+	if s.static() {
+		return nil, fmt.Errorf("%s: %w", gv, ErrUnknownKind)
 	}
 	doc, err := s.root.GVSpec(gv)
 	if err != nil {
@@ -125,7 +157,10 @@ func (s *Schema) ToTyped(obj *unstructured.Unstructured) (*typed.TypedValue, err
 		return nil, err
 	}
 	tv, err := tc.ObjectToTyped(obj, typed.AllowDuplicates)
-	if isNoType(err) || (isUndeclaredField(err) && s.readBefore(gvk.GroupVersion(), time.Now().Add(-rereadAge))) {
+	if isNoType(err) && s.static() {
+		return nil, fmt.Errorf("%s: %w", gvk, ErrUnknownKind)
+	}
+	if !s.static() && (isNoType(err) || (isUndeclaredField(err) && s.readBefore(gvk.GroupVersion(), time.Now().Add(-rereadAge)))) {
 		// The cached document may predate the kind or the field (a CRD
 		// just installed or changed, whose OpenAPI the apiserver
 		// republishes a moment later than the CRD watch event that

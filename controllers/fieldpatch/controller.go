@@ -75,6 +75,57 @@ type Reconciler struct {
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
 	contestsOnce sync.Once
+	// written are, per FieldPatch, the resourceVersions it had just before
+	// this process last wrote it (finalizer, status): a cached copy at one
+	// of them is older than our own write (see Reconcile).
+	written sync.Map // types.NamespacedName → []string
+}
+
+// staleRecheck is how soon a reconcile that found the cache behind our own
+// write looks again (the watch event of a status write does not queue one:
+// status changes do not pass the predicates).
+const staleRecheck = 100 * time.Millisecond
+
+// wrote records that obj, at resourceVersion before, was just written by
+// this process, obj holding the apiserver's answer. A write that changed
+// nothing (same resourceVersion) leaves no record: no cache can be behind
+// it, and a record would make every later reconcile wait forever.
+func (r *Reconciler) wrote(obj client.Object, before string) {
+	if obj.GetResourceVersion() == before {
+		return
+	}
+	r.writtenAt(obj, before)
+}
+
+// writtenAt records before as a resourceVersion of obj older than our own
+// last write.
+func (r *Reconciler) writtenAt(obj client.Object, before string) {
+	key := client.ObjectKeyFromObject(obj)
+	var rvs []string
+	if v, ok := r.written.Load(key); ok {
+		rvs = v.([]string)
+	}
+	if len(rvs) >= 4 {
+		rvs = rvs[1:]
+	}
+	r.written.Store(key, append(append([]string{}, rvs...), before))
+}
+
+// behind reports whether the cached obj predates one of our own writes of
+// it; once the cache has caught up, the record is dropped.
+func (r *Reconciler) behind(obj client.Object) bool {
+	key := client.ObjectKeyFromObject(obj)
+	v, ok := r.written.Load(key)
+	if !ok {
+		return false
+	}
+	for _, rv := range v.([]string) {
+		if rv == obj.GetResourceVersion() {
+			return true
+		}
+	}
+	r.written.Delete(key)
+	return false
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -127,9 +178,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if apierrors.IsNotFound(err) {
 			metrics.SetContested(r.controllerName(), req.Namespace, req.Name, "")
 			r.watches.Release(req.NamespacedName) // its target is watched no more
+			r.written.Delete(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.behind(obj) {
+		// The cache has not seen our last write of this FieldPatch yet:
+		// deciding on the older copy would redo that write (issue 11).
+		return ctrl.Result{RequeueAfter: staleRecheck}, nil
 	}
 	before := obj.DeepCopyObject().(v1alpha1.Patcher)
 	defer func() {
@@ -147,9 +204,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.reconcileDelete(ctx, obj)
 	}
 	if controllerutil.AddFinalizer(obj, Finalizer) {
+		rv := obj.GetResourceVersion()
 		if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		r.wrote(obj, rv)
 		before = obj.DeepCopyObject().(v1alpha1.Patcher)
 	}
 	return r.reconcileNormal(ctx, obj)
@@ -159,7 +218,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, obj v1alpha1.Patch
 	if equality.Semantic.DeepEqual(before.PatchStatus(), obj.PatchStatus()) {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, obj, client.MergeFrom(before))
+	rv := obj.GetResourceVersion()
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return err
+	}
+	r.wrote(obj, rv)
+	return nil
 }
 
 // controllerName is the controller label of the fieldops_ metrics.

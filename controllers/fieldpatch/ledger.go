@@ -119,8 +119,14 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 	if err := writeLedger(fresh.PatchStatus(), l, uid); err != nil {
 		return nil, err
 	}
+	rv := fresh.GetResourceVersion()
 	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, fmt.Errorf("record previous owners: %w", err)
+	}
+	r.wrote(fresh, rv)
+	if obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
+		// The cached copy we started from is older too.
+		r.writtenAt(obj, obj.GetResourceVersion())
 	}
 	return l, nil
 }

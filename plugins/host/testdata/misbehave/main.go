@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -36,10 +37,14 @@ func (server) Resolve(ctx context.Context, req *pluginv1.ResolveRequest) (*plugi
 	}
 	switch behaviour {
 	case "sleep":
+		// Past any timeout: never an answer, so a call can only time out
+		// (an answer sent when the server's copy of the deadline fires
+		// could reach the host first and pass for a success).
 		select {
 		case <-time.After(time.Minute):
 		case <-ctx.Done():
 		}
+		return nil, errors.New("misbehave: slept past the deadline")
 	case "crash":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		time.Sleep(time.Minute)
