@@ -23,7 +23,7 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 # The local control plane: kube-apiserver and etcd built from test/tools.
 KUBE_APISERVER := $(LOCALBIN)/kube-apiserver
 ETCD := $(LOCALBIN)/etcd
-# envtest reads its binaries from here (test/localcp sets it for tests too).
+# envtest reads its binaries from here (internal/localcp sets it for tests too).
 export KUBEBUILDER_ASSETS := $(LOCALBIN)
 
 # The operator version and images of `make bundle`, `docker-build` and
@@ -115,8 +115,9 @@ run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager
 
 .PHONY: run-local
-run-local: control-plane ## Run the manager on an embedded local control plane (no cluster needed).
-	go run ./cmd/manager --local --local-dir=$(LOCALBIN)/local
+run-local: control-plane ## Run the manager on an embedded local control plane (no cluster needed); Ctrl-C stops all.
+	go build -o $(LOCALBIN)/fieldops-local ./cmd/fieldops-local
+	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local
 
 .PHONY: demo
 demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local control plane, delete the patch, check the hand-back.

@@ -37,8 +37,8 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/test/localcp"
 )
 
 const fieldPatch = `

@@ -17,7 +17,7 @@ import (
 
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/bundle"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 var (
