@@ -6,9 +6,10 @@
 // It starts the control plane of internal/localcp from bin/, installs the
 // CRDs, writes an admin kubeconfig to --local-dir, prints the KUBECONFIG
 // line and runs the manager in the foreground; SIGINT or SIGTERM stops
-// the manager and then the control plane. It is a binary of its own so
-// that the manager (cmd/manager) links neither the control plane nor
-// envtest.
+// the manager and then the control plane. Its child processes never
+// outlive it, even when it is killed (SIGKILL): see internal/localcp.
+// It is a binary of its own so that the manager (cmd/manager) links
+// neither the control plane nor envtest.
 package main
 
 import (
@@ -45,8 +46,12 @@ func run() error {
 	}
 	// Metrics and probes are not served yet in local mode.
 	f.MetricsAddr, f.ProbeAddr = "0", "0"
+	// The first SIGINT or SIGTERM stops the manager, then the control
+	// plane; a second one kills this process at once, and its children
+	// with it (internal/localcp: Pdeathsig and the guard).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() { <-ctx.Done(); stop() }()
 
 	var cp *localcp.ControlPlane
 	defer func() {

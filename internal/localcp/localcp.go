@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -49,10 +50,17 @@ type Options struct {
 type ControlPlane struct {
 	Env    *envtest.Environment
 	Config *rest.Config
+
+	root     string // every file of the control plane, removed by Stop
+	guard    *guard
+	launcher *launcher
+	children []*child // started by Start itself, stopped in reverse order
 }
 
 // Start starts kube-apiserver and etcd from <root>/bin and installs the CRDs
 // of config/crd/bases. It fails with a hint when the binaries are missing.
+// Every process it starts dies with the caller's process (see procs.go);
+// Stop stops them and removes their files.
 func Start(opts Options) (*ControlPlane, error) {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -68,18 +76,82 @@ func Start(opts Options) (*ControlPlane, error) {
 	for _, p := range opts.ExtraCRDPaths {
 		paths = append(paths, filepath.Join(root, p))
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
+	cp := &ControlPlane{launcher: newLauncher()}
+	if cp.root, err = os.MkdirTemp("", "fieldops-localcp-"); err != nil {
+		cp.launcher.close()
+		return nil, err
+	}
+	fail := func(err error) (*ControlPlane, error) {
+		return nil, errors.Join(fmt.Errorf("start local control plane: %w", err), cp.Stop())
+	}
+	if err := os.WriteFile(filepath.Join(cp.root, parentFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return fail(err)
+	}
+	if cp.guard, err = startGuard(cp.root); err != nil {
+		return fail(err)
+	}
+	etcd, err := makeShim(cp.root, "etcd", filepath.Join(bin, "etcd"))
+	if err != nil {
+		return fail(err)
+	}
+	apiserver, err := makeShim(cp.root, "kube-apiserver", filepath.Join(bin, "kube-apiserver"))
+	if err != nil {
+		return fail(err)
+	}
+	for _, d := range []string{"etcd", "apiserver"} {
+		if err := os.Mkdir(filepath.Join(cp.root, d), 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	cp.Env = &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			Etcd:      &envtest.Etcd{Path: etcd, DataDir: filepath.Join(cp.root, "etcd")},
+			APIServer: &envtest.APIServer{Path: apiserver, CertDir: filepath.Join(cp.root, "apiserver")},
+		},
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: opts.Webhooks,
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("start local control plane: %w", err)
+	err = cp.launcher.do(func() error {
+		cfg, err := cp.Env.Start()
+		cp.Config = cfg
+		return err
+	})
+	// envtest makes the webhooks' serving certificates a directory of its
+	// own: the guard removes it too.
+	if d := cp.Env.WebhookInstallOptions.LocalServingCertDir; d != "" {
+		if werr := os.WriteFile(filepath.Join(cp.root, dirsFile), []byte(d+"\n"), 0o600); werr != nil && err == nil {
+			err = werr
+		}
 	}
-	return &ControlPlane{Env: env, Config: cfg}, nil
+	if err != nil {
+		return fail(err)
+	}
+	return cp, nil
 }
 
-// Stop stops the control plane.
-func (cp *ControlPlane) Stop() error { return cp.Env.Stop() }
+// Stop stops every process of the control plane, in reverse order of
+// start, waits for each, and removes the control plane's files.
+func (cp *ControlPlane) Stop() error {
+	if cp.launcher == nil {
+		return nil // stopped already
+	}
+	var errs []error
+	_ = cp.launcher.do(func() error {
+		for i := len(cp.children) - 1; i >= 0; i-- {
+			errs = append(errs, cp.children[i].stop())
+		}
+		cp.children = nil
+		if cp.Env != nil && cp.Env.ControlPlane.APIServer != nil {
+			errs = append(errs, cp.Env.Stop())
+		}
+		return nil
+	})
+	cp.launcher.close()
+	cp.launcher = nil
+	errs = append(errs, os.RemoveAll(cp.root))
+	if cp.guard != nil {
+		errs = append(errs, cp.guard.release())
+	}
+	return errors.Join(errs...)
+}
