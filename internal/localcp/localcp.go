@@ -1,7 +1,8 @@
 // Package localcp starts the local control plane: a real kube-apiserver and
 // etcd, built from pinned modules by test/tools into bin/ (`make
-// control-plane`), started through controller-runtime's envtest, with the
-// fieldops CRDs installed. Every suite that involves Server-Side Apply, the
+// control-plane`; the apiserver reports its real version, e.g. v1.36.3),
+// started through controller-runtime's envtest, with the fieldops CRDs
+// installed. Every suite that involves Server-Side Apply, the
 // demo and `make run-local` use it; none uses a fake client.
 package localcp
 
@@ -57,8 +58,8 @@ type ControlPlane struct {
 	children []*child // started by Start itself, stopped in reverse order
 }
 
-// Start starts kube-apiserver and etcd from <root>/bin and installs the CRDs
-// of config/crd/bases. It fails with a hint when the binaries are missing.
+// Start starts kube-apiserver and etcd from <root>/bin (FindBinaries) and
+// installs the CRDs of config/crd/bases. It fails with a hint when the binaries are missing.
 // Every process it starts dies with the caller's process (see procs.go);
 // Stop stops them and removes their files.
 func Start(opts Options) (*ControlPlane, error) {
@@ -66,11 +67,9 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(root, "bin")
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			return nil, fmt.Errorf("%s not built in %s: run 'make control-plane' first", b, bin)
-		}
+	bins, err := FindBinaries(root)
+	if err != nil {
+		return nil, err
 	}
 	paths := []string{filepath.Join(root, "config", "crd", "bases")}
 	for _, p := range opts.ExtraCRDPaths {
@@ -90,11 +89,11 @@ func Start(opts Options) (*ControlPlane, error) {
 	if cp.guard, err = startGuard(cp.root); err != nil {
 		return fail(err)
 	}
-	etcd, err := makeShim(cp.root, "etcd", filepath.Join(bin, "etcd"))
+	etcd, err := makeShim(cp.root, "etcd", bins.Etcd)
 	if err != nil {
 		return fail(err)
 	}
-	apiserver, err := makeShim(cp.root, "kube-apiserver", filepath.Join(bin, "kube-apiserver"))
+	apiserver, err := makeShim(cp.root, "kube-apiserver", bins.KubeAPIServer)
 	if err != nil {
 		return fail(err)
 	}
