@@ -21,7 +21,7 @@ PROTOC_PLUGINS ?= $(LOCALBIN)/protoc-plugins-go$(PROTOC_GEN_GO_VERSION)-grpc$(PR
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 
 # The local control plane (internal/localcp), built from the pinned modules of
-# test/tools (Kubernetes and etcd). Each binary's path
+# test/tools (Kubernetes and etcd) and test/tools/kwok. Each binary's path
 # holds its version, so a binary already built from the pinned version (or
 # copied from another clone) is never rebuilt, whatever the file times; a
 # version bump builds into a new directory. internal/localcp reads the same
@@ -29,8 +29,10 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 KUBE_VERSION := $(shell sed -n 's|^\tk8s.io/kubernetes \(v[^ ]*\).*|\1|p' test/tools/go.mod)
 ETCD_VERSION := $(shell sed -n 's|^\tgo.etcd.io/etcd/server/v3 \(v[^ ]*\).*|\1|p' test/tools/go.mod)
 KUBE_BIN := $(LOCALBIN)/kubernetes-$(KUBE_VERSION)
-KUBE_COMMANDS := kube-apiserver
+KUBE_COMMANDS := kube-apiserver kube-controller-manager kube-scheduler
 ETCD := $(LOCALBIN)/etcd-$(ETCD_VERSION)/etcd
+KWOK_VERSION := $(shell sed -n 's|^require sigs.k8s.io/kwok \(v[^ ]*\).*|\1|p' test/tools/kwok/go.mod)
+KWOK := $(LOCALBIN)/kwok-$(KWOK_VERSION)/kwok
 # What `kubectl version` and /version report (hack/lib/version.sh of
 # Kubernetes sets the same variables). The module zip has no git metadata:
 # the commit stays empty, the tree state is "archive" (built from a source
@@ -172,10 +174,10 @@ bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
 ##@ Tools
 
 .PHONY: control-plane
-control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) ## Build the local control plane from pinned modules (once; ~6 min on 2 cores).
+control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) $(KWOK) ## Build the local control plane from pinned modules (once; ~12 min on 2 cores).
 
-# One `go build` for the Kubernetes commands: their shared packages compile
-# once. Built into a temporary directory and renamed, so an
+# One `go build` for the three Kubernetes commands: their shared packages
+# compile once. Built into a temporary directory and renamed, so an
 # interrupted build leaves no partial set behind.
 $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) &:
 	rm -rf $(KUBE_BIN).tmp && mkdir -p $(KUBE_BIN).tmp
@@ -184,6 +186,17 @@ $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) &:
 
 $(ETCD):
 	mkdir -p $(@D) && cd test/tools && go build -o $@.tmp go.etcd.io/etcd/server/v3
+	mv $@.tmp $@
+
+# kwok plays each node's kubelet by the Stages of its --config: those of
+# `kwokctl` (kustomize/stage/fast of the pinned module: nodes go Ready and
+# keep a lease, pods go Running and Ready, complete, and are deleted),
+# written next to the binary (stages.yaml) before it.
+KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+$(KWOK):
+	mkdir -p $(@D) && cd test/tools/kwok && go build -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
+	cd test/tools/kwok && dir=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+	  for f in $(KWOK_STAGES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done > $(@D)/stages.yaml
 	mv $@.tmp $@
 
 $(CONTROLLER_GEN):

@@ -3,8 +3,9 @@
 //
 //	fieldops-local [--local-dir DIR] [manager flags...]
 //
-// It starts the control plane of internal/localcp from bin/, installs the
-// CRDs, writes an admin kubeconfig to --local-dir, prints the KUBECONFIG
+// It starts the local cluster of internal/localcp from bin/ (kube-apiserver,
+// etcd, kube-controller-manager, kube-scheduler and one node simulated by
+// kwok), installs the CRDs, writes an admin kubeconfig to --local-dir, prints the KUBECONFIG
 // line and runs the manager in the foreground; SIGINT or SIGTERM stops
 // the manager and then the control plane. Its child processes never
 // outlive it, even when it is killed (SIGKILL): see internal/localcp.
@@ -61,14 +62,16 @@ func run() error {
 	}()
 	return f.Run(ctx, func() (*rest.Config, error) {
 		var err error
-		if cp, err = localcp.Start(localcp.Options{}); err != nil {
+		if cp, err = localcp.Start(localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 1}}); err != nil {
 			return nil, err
 		}
 		kubeconfig, err := writeKubeconfig(cp, localDir)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Printf("local control plane is up; in another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
+		fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
+		fmt.Printf("component logs: %s\n", cp.LogDir())
+		fmt.Printf("in another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
 		return cp.Config, nil
 	})
 }

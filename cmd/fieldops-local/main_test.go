@@ -91,7 +91,7 @@ func startLocal(t *testing.T) *local {
 		_ = l.cmd.Wait()
 		t.Fatal("fieldops-local not up within 2 minutes")
 	}
-	// Its children, from /proc: etcd, kube-apiserver and the guard.
+	// Its children, from /proc: the components and the guard.
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,8 @@ func startLocal(t *testing.T) *local {
 			l.names = append(l.names, name)
 		}
 	}
-	for _, want := range []string{"(etcd)", "(kube-apiserver)"} {
+	// (/proc's command names are cut at 15 characters.)
+	for _, want := range []string{"(etcd)", "(kube-apiserver)", "(kube-controller)", "(kube-scheduler)", "(kwok)"} {
 		if !strings.Contains(strings.Join(l.names, " "), want) {
 			t.Errorf("fieldops-local's children are %v: no %s", l.names, want)
 		}

@@ -13,7 +13,9 @@ import (
 const (
 	kubernetesModule = "k8s.io/kubernetes"
 	etcdModule       = "go.etcd.io/etcd/server/v3"
+	kwokModule       = "sigs.k8s.io/kwok"
 	toolsGoMod       = "test/tools/go.mod"
+	kwokGoMod        = "test/tools/kwok/go.mod"
 )
 
 // Binaries are the control plane's executables, built from the pinned
@@ -21,9 +23,15 @@ const (
 type Binaries struct {
 	// KubeVersion is the pinned k8s.io/kubernetes version, e.g. v1.36.3:
 	// what the apiserver's /version reports (stamped by ldflags).
-	KubeVersion   string
-	KubeAPIServer string
-	Etcd          string
+	KubeVersion           string
+	KubeAPIServer         string
+	KubeControllerManager string
+	KubeScheduler         string
+	Etcd                  string
+	Kwok                  string
+	// KwokStages is kwok's --config: the Stages by which it plays each
+	// node's kubelet (written by `make control-plane`).
+	KwokStages string
 }
 
 // FindBinaries returns the binaries under <root>/bin for the versions
@@ -36,14 +44,23 @@ func FindBinaries(root string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
+	kwok, err := requiredVersions(filepath.Join(root, kwokGoMod), kwokModule)
+	if err != nil {
+		return Binaries{}, err
+	}
 	bin := filepath.Join(root, "bin")
 	kube := filepath.Join(bin, "kubernetes-"+versions[kubernetesModule])
+	kwokDir := filepath.Join(bin, "kwok-"+kwok[kwokModule])
 	b := Binaries{
-		KubeVersion:   versions[kubernetesModule],
-		KubeAPIServer: filepath.Join(kube, "kube-apiserver"),
-		Etcd:          filepath.Join(bin, "etcd-"+versions[etcdModule], "etcd"),
+		KubeVersion:           versions[kubernetesModule],
+		KubeAPIServer:         filepath.Join(kube, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(kube, "kube-controller-manager"),
+		KubeScheduler:         filepath.Join(kube, "kube-scheduler"),
+		Etcd:                  filepath.Join(bin, "etcd-"+versions[etcdModule], "etcd"),
+		Kwok:                  filepath.Join(kwokDir, "kwok"),
+		KwokStages:            filepath.Join(kwokDir, "stages.yaml"),
 	}
-	for _, p := range []string{b.KubeAPIServer, b.Etcd} {
+	for _, p := range []string{b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.Etcd, b.Kwok, b.KwokStages} {
 		if _, err := os.Stat(p); err != nil {
 			return Binaries{}, fmt.Errorf("%s not built: run 'make control-plane' first", p)
 		}

@@ -45,6 +45,12 @@ type Options struct {
 	ExtraCRDPaths []string
 	// Webhooks are admission webhooks to register (served by the caller).
 	Webhooks envtest.WebhookInstallOptions
+	// Cluster, when set, makes the control plane a small cluster:
+	// kube-controller-manager (garbage collection, namespace deletion,
+	// the workload controllers), kube-scheduler, and nodes simulated by
+	// kwok, so pods are scheduled and go Running and Ready as a kubelet
+	// would report (no container runs: images are never pulled).
+	Cluster *ClusterOptions
 }
 
 // ControlPlane is a running local control plane.
@@ -125,6 +131,11 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if opts.Cluster != nil {
+		if err := cp.launcher.do(func() error { return cp.startCluster(bins, *opts.Cluster) }); err != nil {
+			return fail(err)
+		}
 	}
 	return cp, nil
 }

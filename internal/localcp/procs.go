@@ -262,6 +262,7 @@ type child struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	log  string // its output, if in a file
 }
 
 // startChild starts cmd (on the launcher's thread) with Pdeathsig, in its

@@ -13,7 +13,7 @@ import (
 
 // The commands `make control-plane` builds from k8s.io/kubernetes, in one
 // `go build` so that their shared packages compile once.
-var kubeCommands = []string{"kube-apiserver"}
+var kubeCommands = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // pinned returns the version root/gomod requires of module.
 func pinned(t *testing.T, gomod, module string) string {
@@ -51,8 +51,12 @@ func makeN(t *testing.T, bin string) string {
 func TestControlPlaneBuild(t *testing.T) {
 	kube := pinned(t, "test/tools/go.mod", "k8s.io/kubernetes")
 	etcd := pinned(t, "test/tools/go.mod", "go.etcd.io/etcd/server/v3")
+	kwok := pinned(t, "test/tools/kwok/go.mod", "sigs.k8s.io/kwok")
 	bin := t.TempDir()
-	want := []string{filepath.Join(bin, "kubernetes-"+kube, "kube-apiserver"), filepath.Join(bin, "etcd-"+etcd, "etcd")}
+	want := []string{filepath.Join(bin, "etcd-"+etcd, "etcd"), filepath.Join(bin, "kwok-"+kwok, "kwok"), filepath.Join(bin, "kwok-"+kwok, "stages.yaml")}
+	for _, c := range kubeCommands {
+		want = append(want, filepath.Join(bin, "kubernetes-"+kube, c))
+	}
 
 	// Nothing built: one go build for the Kubernetes commands, stamped.
 	out := makeN(t, bin)
