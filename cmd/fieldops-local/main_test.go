@@ -34,6 +34,8 @@ type local struct {
 	tmp      string         // its TMPDIR
 	children map[int]string // pid: /proc start time
 	names    []string
+	out      []string // its output up to the KUBECONFIG line
+	dir      string   // its --local-dir
 }
 
 // startLocal starts fieldops-local and returns once it printed the
@@ -41,12 +43,12 @@ type local struct {
 func startLocal(t *testing.T) *local {
 	t.Helper()
 	dir := t.TempDir()
-	l := &local{tmp: filepath.Join(dir, "tmp"), children: map[int]string{}}
+	l := &local{tmp: filepath.Join(dir, "tmp"), dir: filepath.Join(dir, "local"), children: map[int]string{}}
 	if err := os.Mkdir(l.tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	l.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	l.cmd.Env = append(os.Environ(), "TMPDIR="+l.tmp, "FIELDOPS_TEST_LOCAL_ARGS=--local-dir="+filepath.Join(dir, "local")+" --zap-log-level=error")
+	l.cmd.Env = append(os.Environ(), "TMPDIR="+l.tmp, "FIELDOPS_TEST_LOCAL_ARGS=--local-dir="+l.dir+" --zap-log-level=error")
 	// Its log, shown if the test fails.
 	logf, err := os.Create(filepath.Join(dir, "stderr"))
 	if err != nil {
@@ -70,6 +72,7 @@ func startLocal(t *testing.T) *local {
 	go func() {
 		s := bufio.NewScanner(out)
 		for s.Scan() {
+			l.out = append(l.out, s.Text())
 			if strings.Contains(s.Text(), "export KUBECONFIG=") {
 				up <- nil
 				for s.Scan() {
