@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -30,11 +31,19 @@ func TestManagerDependencies(t *testing.T) {
 		"sigs.k8s.io/controller-runtime/pkg/internal/testing/",
 		"github.com/onsi/",
 	}
+	dockerfile, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg, imports := fields[0], fields[1:]
 		seen++
+		// The image builds from the directories the Dockerfile copies.
+		if dir, ok := strings.CutPrefix(pkg, "github.com/fieldops/fieldops/"); ok && !copied(string(dockerfile), dir) {
+			t.Errorf("the Dockerfile copies no directory holding %s, which cmd/manager needs", dir)
+		}
 		for _, f := range forbidden {
 			if pkg == f || strings.HasPrefix(pkg, f) || strings.HasPrefix(pkg, f+"/") {
 				t.Errorf("cmd/manager depends on %s", pkg)
@@ -49,4 +58,16 @@ func TestManagerDependencies(t *testing.T) {
 	if seen < 100 {
 		t.Fatalf("go list -deps listed only %d packages:\n%s", seen, out)
 	}
+}
+
+// copied reports whether a COPY line of the Dockerfile copies dir or a
+// parent of it.
+func copied(dockerfile, dir string) bool {
+	for _, line := range strings.Split(dockerfile, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "COPY" && strings.HasPrefix(dir+"/", strings.TrimSuffix(f[1], "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
