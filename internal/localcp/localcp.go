@@ -2,8 +2,13 @@
 // etcd, built from pinned modules by test/tools into bin/ (`make
 // control-plane`; the apiserver reports its real version, e.g. v1.36.3),
 // started through controller-runtime's envtest, with the fieldops CRDs
-// installed. Every suite that involves Server-Side Apply, the
-// demo and `make run-local` use it; none uses a fake client.
+// installed. With Options.Cluster it is a small cluster: kube-controller-
+// manager, kube-scheduler and nodes simulated by kwok (cluster.go). Every
+// suite that involves Server-Side Apply, the demo and `make run-local`
+// (cmd/fieldops-local) use it; none uses a fake client. No process it
+// starts outlives the process that started it, and it leaves no files
+// (procs.go). It is part of the product, not test code, but the manager
+// binary does not link it (cmd/manager's deps test).
 package localcp
 
 import (
