@@ -134,12 +134,12 @@ run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager
 
 .PHONY: run-local
-run-local: control-plane ## Run the manager on an embedded local control plane (no cluster needed); Ctrl-C stops all.
+run-local: control-plane ## Run the manager on the embedded local cluster (apiserver, etcd, controller-manager, scheduler, a kwok node) with the samples' targets; Ctrl-C stops all.
 	go build -o $(LOCALBIN)/fieldops-local ./cmd/fieldops-local
 	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local
 
 .PHONY: demo
-demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local control plane, delete the patch, check the hand-back.
+demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local cluster, delete the patch, check the hand-back.
 	go run ./test/demo
 
 ##@ Deployment
