@@ -11,10 +11,10 @@ COPY api/ api/
 COPY cmd/manager/ cmd/manager/
 COPY controllers/ controllers/
 COPY feature/ feature/
+COPY internal/managercmd/ internal/managercmd/
 COPY metrics/ metrics/
 COPY ownershipcore/ ownershipcore/
 COPY plugins/ plugins/
-COPY test/localcp/ test/localcp/
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -ldflags="-s -w" -o manager ./cmd/manager
 
 FROM gcr.io/distroless/static:nonroot

@@ -20,11 +20,30 @@ BUF ?= $(LOCALBIN)/buf-$(BUF_VERSION)
 PROTOC_PLUGINS ?= $(LOCALBIN)/protoc-plugins-go$(PROTOC_GEN_GO_VERSION)-grpc$(PROTOC_GEN_GO_GRPC_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 
-# The local control plane: kube-apiserver and etcd built from test/tools.
-KUBE_APISERVER := $(LOCALBIN)/kube-apiserver
-ETCD := $(LOCALBIN)/etcd
-# envtest reads its binaries from here (test/localcp sets it for tests too).
-export KUBEBUILDER_ASSETS := $(LOCALBIN)
+# The local control plane (internal/localcp), built from the pinned modules of
+# test/tools (Kubernetes and etcd) and test/tools/kwok. Each binary's path
+# holds its version, so a binary already built from the pinned version (or
+# copied from another clone) is never rebuilt, whatever the file times; a
+# version bump builds into a new directory. internal/localcp reads the same
+# go.mod files to find them.
+KUBE_VERSION := $(shell sed -n 's|^\tk8s.io/kubernetes \(v[^ ]*\).*|\1|p' test/tools/go.mod)
+ETCD_VERSION := $(shell sed -n 's|^\tgo.etcd.io/etcd/server/v3 \(v[^ ]*\).*|\1|p' test/tools/go.mod)
+KUBE_BIN := $(LOCALBIN)/kubernetes-$(KUBE_VERSION)
+KUBE_COMMANDS := kube-apiserver kube-controller-manager kube-scheduler
+ETCD := $(LOCALBIN)/etcd-$(ETCD_VERSION)/etcd
+KWOK_VERSION := $(shell sed -n 's|^require sigs.k8s.io/kwok \(v[^ ]*\).*|\1|p' test/tools/kwok/go.mod)
+KWOK := $(LOCALBIN)/kwok-$(KWOK_VERSION)/kwok
+# What `kubectl version` and /version report (hack/lib/version.sh of
+# Kubernetes sets the same variables). The module zip has no git metadata:
+# the commit stays empty, the tree state is "archive" (built from a source
+# archive) and the build date is the release's, from the module proxy
+# (evaluated only when building).
+KUBE_BUILD_DATE = $(shell cd test/tools && go mod download -json k8s.io/kubernetes@$(KUBE_VERSION) 2>/dev/null | sed -n 's|.*"Info": "\(.*\)",|\1|p' | xargs -r sed -n 's|.*"Time":"\([^"]*\)".*|\1|p')
+KUBE_VERSION_PARTS := $(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))
+KUBE_LDFLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+  -X '$(pkg).gitVersion=$(KUBE_VERSION)' -X '$(pkg).gitMajor=$(word 1,$(KUBE_VERSION_PARTS))' \
+  -X '$(pkg).gitMinor=$(word 2,$(KUBE_VERSION_PARTS))' -X '$(pkg).gitCommit=' \
+  -X '$(pkg).gitTreeState=archive' -X '$(pkg).buildDate=$(KUBE_BUILD_DATE)')
 
 # The operator version and images of `make bundle`, `docker-build` and
 # `bundle-build`; VERSION defaults to the committed bundle's.
@@ -131,11 +150,12 @@ run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager
 
 .PHONY: run-local
-run-local: control-plane ## Run the manager on an embedded local control plane (no cluster needed).
-	go run ./cmd/manager --local --local-dir=$(LOCALBIN)/local
+run-local: control-plane ## Run the manager on the embedded local cluster (apiserver, etcd, controller-manager, scheduler, a kwok node) with the samples' targets; Ctrl-C stops all.
+	go build -o $(LOCALBIN)/fieldops-local ./cmd/fieldops-local
+	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local
 
 .PHONY: demo
-demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local control plane, delete the patch, check the hand-back.
+demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local cluster, delete the patch, check the hand-back.
 	go run ./test/demo
 
 ##@ Deployment
@@ -170,13 +190,30 @@ bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
 ##@ Tools
 
 .PHONY: control-plane
-control-plane: $(KUBE_APISERVER) $(ETCD) ## Build kube-apiserver and etcd from pinned modules (once; ~6 min on 2 cores).
+control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) $(KWOK) ## Build the local cluster from pinned modules (once; ~16 CPU-minutes: 8-16 min on 2 cores).
 
-$(KUBE_APISERVER): test/tools/go.mod test/tools/go.sum
-	cd test/tools && go build -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+# One `go build` for the three Kubernetes commands: their shared packages
+# compile once. Built into a temporary directory and renamed, so an
+# interrupted build leaves no partial set behind.
+$(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) &:
+	rm -rf $(KUBE_BIN).tmp && mkdir -p $(KUBE_BIN).tmp
+	cd test/tools && go build -ldflags "$(KUBE_LDFLAGS)" -o $(KUBE_BIN).tmp/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_COMMANDS))
+	rm -rf $(KUBE_BIN) && mv $(KUBE_BIN).tmp $(KUBE_BIN)
 
-$(ETCD): test/tools/go.mod test/tools/go.sum
-	cd test/tools && go build -o $@ go.etcd.io/etcd/server/v3
+$(ETCD):
+	mkdir -p $(@D) && cd test/tools && go build -o $@.tmp go.etcd.io/etcd/server/v3
+	mv $@.tmp $@
+
+# kwok plays each node's kubelet by the Stages of its --config: those of
+# `kwokctl` (kustomize/stage/fast of the pinned module: nodes go Ready and
+# keep a lease, pods go Running and Ready, complete, and are deleted),
+# written next to the binary (stages.yaml) before it.
+KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+$(KWOK):
+	mkdir -p $(@D) && cd test/tools/kwok && go build -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
+	cd test/tools/kwok && dir=$$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+	  for f in $(KWOK_STAGES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done > $(@D)/stages.yaml
+	mv $@.tmp $@
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

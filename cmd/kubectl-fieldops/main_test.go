@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/controllers"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 var (

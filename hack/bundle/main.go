@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/fieldops/fieldops/internal/bundle"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command demo is fieldops' main job on real input, on the embedded local
-// control plane with no cluster (`make demo`):
+// cluster with no real cluster needed (`make demo`):
 //
 //  1. the aws-node DaemonSet of the Amazon VPC CNI (test/testdata, upstream
 //     manifest) is applied by another field manager, "eks";
@@ -37,8 +37,8 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/test/localcp"
 )
 
 const fieldPatch = `
@@ -66,8 +66,8 @@ func main() {
 
 func run() error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	fmt.Println("starting the local control plane (kube-apiserver and etcd)...")
-	cp, err := localcp.Start(localcp.Options{})
+	fmt.Println("starting the local cluster (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, a kwok node)...")
+	cp, err := localcp.Start(localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 1}})
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func run() error {
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(ds.DeepCopy()), client.FieldOwner("eks"), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply aws-node as eks: %w", err)
 	}
-	before, err := read(ctx, c, ds)
+	before, err := rolledOut(ctx, c, ds)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	after, err := read(ctx, c, ds)
+	after, err := rolledOut(ctx, c, ds)
 	if err != nil {
 		return err
 	}
@@ -178,6 +178,27 @@ func read(ctx context.Context, c client.Client, u *unstructured.Unstructured) (*
 	l := &unstructured.Unstructured{}
 	l.SetGroupVersionKind(u.GroupVersionKind())
 	return l, c.Get(ctx, client.ObjectKeyFromObject(u), l)
+}
+
+// rolledOut waits until the DaemonSet controller has rolled the current
+// template out to every node (its status, which kube-controller-manager
+// owns, is then steady) and returns the DaemonSet.
+func rolledOut(ctx context.Context, c client.Client, ds *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var live *unstructured.Unstructured
+	err := waitFor(ctx, func() (bool, error) {
+		var err error
+		if live, err = read(ctx, c, ds); err != nil {
+			return false, err
+		}
+		st := func(f string) int64 { v, _, _ := unstructured.NestedInt64(live.Object, "status", f); return v }
+		desired := st("desiredNumberScheduled")
+		return st("observedGeneration") == live.GetGeneration() && desired > 0 && st("updatedNumberScheduled") == desired &&
+			st("numberAvailable") == desired && st("numberUnavailable") == 0, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aws-node not rolled out: %w (status %v)", err, live.Object["status"])
+	}
+	return live, nil
 }
 
 func waitFor(ctx context.Context, cond func() (bool, error)) error {

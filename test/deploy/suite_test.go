@@ -17,7 +17,7 @@ import (
 
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/bundle"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 var (
@@ -38,12 +38,14 @@ func run(m *testing.M) int {
 	}
 	// The Prometheus Operator's CRDs, for the ServiceMonitor and
 	// PrometheusRule of config/prometheus; OLM's Subscription, for the
-	// operator's guide's example.
+	// operator's guide's example. On the local cluster, as `make
+	// run-local`: what fieldops ships meets controllers, a scheduler and
+	// a node.
 	cp, err := localcp.Start(localcp.Options{ExtraCRDPaths: []string{
 		"test/testdata/crds/monitoring.coreos.com_servicemonitors.yaml",
 		"test/testdata/crds/monitoring.coreos.com_prometheusrules.yaml",
 		"test/testdata/crds/operators.coreos.com_subscriptions.yaml",
-	}})
+	}, Cluster: &localcp.ClusterOptions{}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,7 +1,7 @@
 // Package invariants is a seeded, randomized differential test of the
 // ownership invariants fieldops promises, in the spirit of
 // structured-merge-diff's own tests: random sequences of steps against the
-// real kube-apiserver (test/localcp), each checked after every step
+// real kube-apiserver (internal/localcp), each checked after every step
 // against a model of who owned what.
 //
 // # Sequences

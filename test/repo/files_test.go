@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // maxTrackedSize is the largest file git may track outside test data: a

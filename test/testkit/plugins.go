@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/plugins/host"
-	"github.com/fieldops/fieldops/test/localcp"
 )
 
 // ExamplePlugins builds the example plugins of plugins/examples (by

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/fieldops/fieldops/controllers"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // SuiteOptions shape the environment of RunSuite.

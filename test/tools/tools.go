@@ -1,11 +1,15 @@
 //go:build tools
 
-// Package tools pins the commands built by this module: kube-apiserver and
-// etcd for the local control plane (see test/localcp and DESIGN.md, "The
-// local control plane").
+// Package tools pins the commands built by this module for the local
+// control plane (internal/localcp; DESIGN.md, "The local control plane"):
+// kube-apiserver, kube-controller-manager and kube-scheduler from
+// k8s.io/kubernetes, and etcd. The Makefile builds the three Kubernetes
+// commands in one `go build` so that their shared packages compile once.
 package tools
 
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )

@@ -1,4 +1,4 @@
-package main
+package managercmd
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/controllers"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // The secure metrics endpoint (the default) lets in only a bearer token

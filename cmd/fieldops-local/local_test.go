@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/internal/localcp"
+)
+
+// poll polls cond until it holds, for at most a minute.
+func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// Local mode (issue 12, part 2): fieldops-local prints the upstream objects
+// it created, metrics and probe URLs that answer, and every sample of
+// config/samples goes Ready, the PodSet's pods Running on the kwok node.
+func TestLocalMode(t *testing.T) {
+	l := startLocal(t)
+	defer func() {
+		_ = l.cmd.Process.Signal(syscall.SIGTERM)
+		_ = l.cmd.Wait()
+	}()
+	out := strings.Join(l.out, "\n")
+	for _, want := range []string{"DaemonSet kube-system/aws-node (field manager eks", "Deployment kube-system/coredns (field manager kube-addon-manager", "StorageClass gp2 (field manager eks"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	get := func(url string) (int, string, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	probe := regexp.MustCompile(`http://127\.0\.0\.1:\d+/readyz`).FindString(out)
+	metrics := regexp.MustCompile(`http://127\.0\.0\.1:\d+/metrics`).FindString(out)
+	if probe == "" || metrics == "" {
+		t.Fatalf("no probe or metrics URL on 127.0.0.1 in the output:\n%s", out)
+	}
+	poll(t, "GET "+probe, func(context.Context) (bool, error) {
+		code, _, err := get(probe)
+		return err == nil && code == http.StatusOK, nil
+	})
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(l.dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "fieldops_*.yaml"))
+	if err != nil || len(samples) < 4 {
+		t.Fatalf("samples %v: %v", samples, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, p := range samples {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := decodeAll(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range docs {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+		}
+		objs = append(objs, docs...)
+	}
+	for _, o := range objs {
+		poll(t, o.GetKind()+" "+o.GetName()+" Ready", func(ctx context.Context) (bool, error) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				return false, err
+			}
+			var st struct {
+				Conditions []metav1.Condition `json:"conditions"`
+			}
+			b, _, _ := unstructured.NestedMap(o.Object, "status")
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(b, &st); err != nil {
+				return false, err
+			}
+			return meta.IsStatusConditionTrue(st.Conditions, "Ready"), nil
+		})
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app.kubernetes.io/name": "kafka"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 3 {
+		t.Errorf("%d kafka pods, want 3", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != localcp.NodeName(0) {
+			t.Errorf("pod %s: %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
+		}
+	}
+	code, body, err := get(metrics)
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "\nfieldops_") {
+		t.Errorf("GET %s: %d %v; fieldops_ series: %v", metrics, code, err, strings.Contains(body, "\nfieldops_"))
+	}
+}

@@ -1,0 +1,147 @@
+// Command fieldops-local runs the fieldops manager on an embedded local
+// cluster, with no real cluster needed (`make run-local`):
+//
+//	fieldops-local [--local-dir DIR] [manager flags...]
+//
+// It starts the local cluster of internal/localcp from bin/
+// (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and one
+// node simulated by kwok) with the CRDs, applies the upstream objects that
+// config/samples target as their own field managers (upstream.go), writes
+// an admin kubeconfig to --local-dir, prints what it created, the metrics
+// (plain HTTP) and probe URLs on free loopback ports, and the KUBECONFIG
+// line, and runs the manager in the foreground. SIGINT or SIGTERM stops
+// the manager and then the cluster; its child processes never outlive it,
+// even when it is killed (SIGKILL): see internal/localcp. It is a binary
+// of its own so that the manager (cmd/manager) links neither the control
+// plane nor envtest.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/fieldops/fieldops/internal/localcp"
+	"github.com/fieldops/fieldops/internal/managercmd"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "fieldops-local:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		f        managercmd.Flags
+		localDir string
+	)
+	fs := f.NewFlagSet("fieldops-local", false)
+	fs.StringVar(&localDir, "local-dir", "bin/local", "Where the kubeconfig is written.")
+	if help, err := managercmd.Parse(fs, os.Args[1:]); help || err != nil {
+		return err
+	}
+	// Metrics (plain HTTP: no TokenReview to pass) and probes on free
+	// loopback ports, unless given.
+	if !fs.Changed("metrics-bind-address") {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return err
+		}
+		f.MetricsAddr, f.MetricsSecure = addr, false
+	}
+	if !fs.Changed("health-probe-bind-address") {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return err
+		}
+		f.ProbeAddr = addr
+	}
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	// The first SIGINT or SIGTERM stops the manager, then the control
+	// plane; a second one kills this process at once, and its children
+	// with it (internal/localcp: Pdeathsig and the guard).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }()
+
+	var cp *localcp.ControlPlane
+	defer func() {
+		if cp != nil {
+			_ = cp.Stop()
+		}
+	}()
+	return f.Run(ctx, func() (*rest.Config, error) {
+		var err error
+		if cp, err = localcp.Start(localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 1}}); err != nil {
+			return nil, err
+		}
+		kubeconfig, err := writeKubeconfig(cp, localDir)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
+		fmt.Printf("component logs: %s\n", cp.LogDir())
+		created, err := applyUpstream(ctx, cp.Config, root)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Println("\nupstream objects the samples target (config/samples):")
+		for _, c := range created {
+			fmt.Println("  " + c)
+		}
+		fmt.Println()
+		if f.MetricsAddr != "0" {
+			scheme := "https"
+			if !f.MetricsSecure {
+				scheme = "http"
+			}
+			fmt.Printf("metrics: %s://%s/metrics   (curl -s %[1]s://%[2]s/metrics | grep ^fieldops_; Prometheus: a static_configs target %[2]s)\n", scheme, f.MetricsAddr)
+		}
+		if f.ProbeAddr != "0" {
+			fmt.Printf("probes:  http://%s/healthz  http://%[1]s/readyz\n", f.ProbeAddr)
+		}
+		fmt.Printf("\nin another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
+		return cp.Config, nil
+	})
+}
+
+// freeLoopbackAddr returns 127.0.0.1:<a port free now>.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "fieldops-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, b, 0o600)
+}

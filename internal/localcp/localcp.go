@@ -1,0 +1,172 @@
+// Package localcp starts the local control plane: a real kube-apiserver and
+// etcd, built from pinned modules by test/tools into bin/ (`make
+// control-plane`; the apiserver reports its real version, e.g. v1.36.3),
+// started through controller-runtime's envtest, with the fieldops CRDs
+// installed. With Options.Cluster it is a small cluster: kube-controller-
+// manager, kube-scheduler and nodes simulated by kwok (cluster.go). Every
+// suite that involves Server-Side Apply, the demo and `make run-local`
+// (cmd/fieldops-local) use it; none uses a fake client. No process it
+// starts outlives the process that started it, and it leaves no files
+// (procs.go). It is part of the product, not test code, but the manager
+// binary does not link it (cmd/manager's deps test).
+package localcp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// ModuleRoot returns the directory of the fieldops go.mod, found by walking
+// up from the working directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/fieldops/fieldops\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("fieldops module root not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Options tune Start.
+type Options struct {
+	// ExtraCRDPaths are more CRD files or directories to install, relative to
+	// the module root.
+	ExtraCRDPaths []string
+	// Webhooks are admission webhooks to register (served by the caller).
+	Webhooks envtest.WebhookInstallOptions
+	// Cluster, when set, makes the control plane a small cluster:
+	// kube-controller-manager (garbage collection, namespace deletion,
+	// the workload controllers), kube-scheduler, and nodes simulated by
+	// kwok, so pods are scheduled and go Running and Ready as a kubelet
+	// would report (no container runs: images are never pulled).
+	Cluster *ClusterOptions
+}
+
+// ControlPlane is a running local control plane.
+type ControlPlane struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+
+	root     string // every file of the control plane, removed by Stop
+	guard    *guard
+	launcher *launcher
+	children []*child // started by Start itself, stopped in reverse order
+}
+
+// Start starts kube-apiserver and etcd from <root>/bin (FindBinaries) and
+// installs the CRDs of config/crd/bases. It fails with a hint when the binaries are missing.
+// Every process it starts dies with the caller's process (see procs.go);
+// Stop stops them and removes their files.
+func Start(opts Options) (*ControlPlane, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins, err := FindBinaries(root)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{filepath.Join(root, "config", "crd", "bases")}
+	for _, p := range opts.ExtraCRDPaths {
+		paths = append(paths, filepath.Join(root, p))
+	}
+	cp := &ControlPlane{launcher: newLauncher()}
+	if cp.root, err = os.MkdirTemp("", "fieldops-localcp-"); err != nil {
+		cp.launcher.close()
+		return nil, err
+	}
+	fail := func(err error) (*ControlPlane, error) {
+		return nil, errors.Join(fmt.Errorf("start local control plane: %w", err), cp.Stop())
+	}
+	if err := os.WriteFile(filepath.Join(cp.root, parentFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return fail(err)
+	}
+	if cp.guard, err = startGuard(cp.root); err != nil {
+		return fail(err)
+	}
+	etcd, err := makeShim(cp.root, "etcd", bins.Etcd)
+	if err != nil {
+		return fail(err)
+	}
+	apiserver, err := makeShim(cp.root, "kube-apiserver", bins.KubeAPIServer)
+	if err != nil {
+		return fail(err)
+	}
+	for _, d := range []string{"etcd", "apiserver"} {
+		if err := os.Mkdir(filepath.Join(cp.root, d), 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	cp.Env = &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			Etcd:      &envtest.Etcd{Path: etcd, DataDir: filepath.Join(cp.root, "etcd")},
+			APIServer: &envtest.APIServer{Path: apiserver, CertDir: filepath.Join(cp.root, "apiserver")},
+		},
+		CRDDirectoryPaths:     paths,
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: opts.Webhooks,
+	}
+	err = cp.launcher.do(func() error {
+		cfg, err := cp.Env.Start()
+		cp.Config = cfg
+		return err
+	})
+	// envtest makes the webhooks' serving certificates a directory of its
+	// own: the guard removes it too.
+	if d := cp.Env.WebhookInstallOptions.LocalServingCertDir; d != "" {
+		if werr := os.WriteFile(filepath.Join(cp.root, dirsFile), []byte(d+"\n"), 0o600); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if opts.Cluster != nil {
+		if err := cp.launcher.do(func() error { return cp.startCluster(bins, *opts.Cluster) }); err != nil {
+			return fail(err)
+		}
+	}
+	return cp, nil
+}
+
+// Stop stops every process of the control plane, in reverse order of
+// start, waits for each, and removes the control plane's files.
+func (cp *ControlPlane) Stop() error {
+	if cp.launcher == nil {
+		return nil // stopped already
+	}
+	var errs []error
+	_ = cp.launcher.do(func() error {
+		for i := len(cp.children) - 1; i >= 0; i-- {
+			errs = append(errs, cp.children[i].stop())
+		}
+		cp.children = nil
+		if cp.Env != nil && cp.Env.ControlPlane.APIServer != nil {
+			errs = append(errs, cp.Env.Stop())
+		}
+		return nil
+	})
+	cp.launcher.close()
+	cp.launcher = nil
+	errs = append(errs, os.RemoveAll(cp.root))
+	if cp.guard != nil {
+		errs = append(errs, cp.guard.release())
+	}
+	return errors.Join(errs...)
+}

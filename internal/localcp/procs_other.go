@@ -1,0 +1,11 @@
+//go:build !linux
+
+package localcp
+
+import "syscall"
+
+// Elsewhere than Linux there is no parent-death signal: the guard alone
+// kills what is left.
+func setParentDeathSignal() error { return nil }
+
+func childProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

@@ -1,0 +1,157 @@
+// Package managercmd is the fieldops manager's command line: its flags and
+// the manager they configure. cmd/manager runs it against a cluster;
+// cmd/fieldops-local runs it against the embedded local control plane. It
+// imports neither the control plane nor envtest, so the production binary
+// links neither.
+package managercmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/plugins/host"
+)
+
+// Flags are the manager's flags.
+type Flags struct {
+	MetricsAddr, ProbeAddr, PluginConfig, MetricsCertDir, PprofAddr string
+	LeaderElect, MetricsSecure                                      bool
+	Setup                                                           controllers.Options
+
+	zapOpts zap.Options
+}
+
+// NewFlagSet returns a flag set named name with the manager's flags bound
+// to f. With kubeconfig, it has controller-runtime's --kubeconfig too.
+func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS and let in only callers whose bearer token may GET /metrics (TokenReview and SubjectAccessReview against the apiserver).")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "With --metrics-secure: directory holding tls.crt and tls.key; empty serves a self-signed certificate.")
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
+	fs.StringVar(&f.PluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
+	fs.StringVar(&f.Setup.DefaultServiceAccount, "default-service-account", os.Getenv("FIELDOPS_DEFAULT_SERVICE_ACCOUNT"), "(env FIELDOPS_DEFAULT_SERVICE_ACCOUNT, for OLM Subscriptions) ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated): the lockdown mode recommended for shared clusters. Empty: they act with the manager's own rights.")
+	fs.BoolVar(&f.Setup.NoCrossNamespaceRefs, "no-cross-namespace-refs", os.Getenv("FIELDOPS_NO_CROSS_NAMESPACE_REFS") == "true", "(env FIELDOPS_NO_CROSS_NAMESPACE_REFS=true) Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
+	fs.StringVar(&f.Setup.OwnNamespace, "namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: nothing in it may be a target of a fieldops object (default: $POD_NAMESPACE).")
+	fs.IntVar(&f.Setup.Concurrency, "concurrency", 4, "How many objects each controller reconciles at once.")
+	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on (go tool pprof); empty disables it.")
+	feature.Gates.AddFlag(fs)
+	f.zapOpts = zap.Options{Development: true}
+	goflags := flag.NewFlagSet("", flag.ContinueOnError)
+	f.zapOpts.BindFlags(goflags)
+	if kubeconfig {
+		// Before the copy into fs: controller-runtime's --kubeconfig.
+		ctrl.RegisterFlags(goflags)
+	}
+	fs.AddGoFlagSet(goflags)
+	return fs
+}
+
+// Parse parses args into fs. help is true after --help (already printed).
+func Parse(fs *pflag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// Check reports flag combinations that cannot work, before anything starts.
+func (f *Flags) Check() error {
+	if f.PluginConfig != "" && !feature.Gates.Enabled(feature.ExternalPlugins) {
+		return errors.New("--plugin-config needs --feature-gates=ExternalPlugins=true")
+	}
+	return nil
+}
+
+// Run runs the manager until ctx ends. config returns the cluster's
+// configuration; it is called once the flags and plugins are checked, so
+// a local control plane starts only when the manager can run.
+func (f *Flags) Run(ctx context.Context, config func() (*rest.Config, error)) error {
+	if err := f.Check(); err != nil {
+		return err
+	}
+	var plugins *host.Host
+	if f.PluginConfig != "" {
+		cfg, err := host.LoadConfig(f.PluginConfig)
+		if err != nil {
+			return err
+		}
+		if plugins, err = host.New(cfg, host.Options{}); err != nil {
+			return err
+		}
+		defer plugins.Close()
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	log.Info("feature gates", "ServerSideApply", feature.Gates.Enabled(feature.ServerSideApply),
+		"InPlacePodMetadata", feature.Gates.Enabled(feature.InPlacePodMetadata), "ExternalPlugins", feature.Gates.Enabled(feature.ExternalPlugins))
+	cfg, err := config()
+	if err != nil {
+		return err
+	}
+	setup := f.Setup
+	setup.Plugins = plugins
+	return runManager(ctx, cfg, managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect}, setup)
+}
+
+// metricsOptions configures the metrics endpoint. Secure serving follows
+// Kubebuilder's layout: HTTPS, and controller-runtime's
+// filters.WithAuthenticationAndAuthorization, which authenticates the
+// bearer token with a TokenReview and authorizes "get" on the non-resource
+// URL /metrics with a SubjectAccessReview (config/rbac/metrics_*).
+func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: addr, SecureServing: secure}
+	if secure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = certDir
+	}
+	return opts
+}
+
+// managerOptions are the manager's serving options.
+type managerOptions struct {
+	metrics              metricsserver.Options
+	probeAddr, pprofAddr string
+	leaderElect          bool
+}
+
+func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts controllers.Options) error {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 controllers.Scheme(),
+		Metrics:                m.metrics,
+		HealthProbeBindAddress: m.probeAddr,
+		PprofBindAddress:       m.pprofAddr,
+		LeaderElection:         m.leaderElect,
+		LeaderElectionID:       "fieldops.dev",
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := controllers.SetupWith(mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
