@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/test/localcp"
 )
 
 var (

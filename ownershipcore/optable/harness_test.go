@@ -78,7 +78,7 @@ func newSchema(t *testing.T) *ownershipcore.Schema {
 		t.Fatal(err)
 	}
 	custom, err := managedfields.NewTypeConverter(map[string]*spec.Schema{
-		"dev.example.v1.Widget": &widget,
+		"dev.example.v1.Widget":                           &widget,
 		"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": &objectMeta,
 	}, false)
 	if err != nil {
@@ -102,9 +102,9 @@ type op struct {
 	force   bool
 }
 
-func applyAs(manager, y string) op        { return op{manager: manager, apply: y} }
-func forceApplyAs(manager, y string) op   { return op{manager: manager, apply: y, force: true} }
-func updateAs(manager, patch string) op   { return op{manager: manager, update: patch} }
+func applyAs(manager, y string) op      { return op{manager: manager, apply: y} }
+func forceApplyAs(manager, y string) op { return op{manager: manager, apply: y, force: true} }
+func updateAs(manager, patch string) op { return op{manager: manager, update: patch} }
 
 // object is the live object of a case.
 type object struct {

@@ -64,7 +64,7 @@ func TestHandBackPlan(t *testing.T) {
 				`.spec.template.spec.containers[name="app"].image`: {"helm/Apply"},
 				// The item's key was recorded as helm's (co-owned): it goes
 				// back too; the env var keeps the item for fieldops.
-				`.spec.template.spec.containers[name="app"].name`: {"helm/Apply"},
+				`.spec.template.spec.containers[name="app"].name`:                    {"helm/Apply"},
 				`.spec.template.spec.containers[name="app"].env[name="PROXY"].name`:  {fo + "/Apply"},
 				`.spec.template.spec.containers[name="app"].env[name="PROXY"].value`: {fo + "/Apply"},
 			},

@@ -17,7 +17,7 @@ import (
 
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
