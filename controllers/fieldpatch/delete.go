@@ -17,6 +17,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -87,7 +88,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if ours == nil {
 		return nil
 	}
-	ledger, err := readLedger(st, st.TargetUID)
+	ledger, err := patchintent.ReadLedger(st, st.TargetUID)
 	if err != nil {
 		return err
 	}
@@ -121,10 +122,10 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if res.Action != ownershipcore.ActionUnchanged {
 		metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
 		msg := fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the fields the patch added were removed", manager, kind, objectName(ref))
-		if n := len(intentLeaves(res.Kept)); n > 0 {
+		if n := len(patchintent.Leaves(res.Kept)); n > 0 {
 			msg = fmt.Sprintf("released the fields of field manager %q on %s %s: %d fields the patch added could not be removed (the apiserver refused the object without them) and stay without an owner", manager, kind, objectName(ref), n)
 		}
-		if n := len(intentLeaves(res.Removed)); n > 0 {
+		if n := len(patchintent.Leaves(res.Removed)); n > 0 {
 			msg += fmt.Sprintf("; %d of them the apiserver kept after the empty apply were removed with a guarded patch", n)
 		}
 		r.event(obj, corev1.EventTypeNormal, ReasonRelinquished, "%s", msg)
@@ -135,7 +136,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 // gaveBack counts and reports a hand-back or release step that changed
 // something.
 func (r *Reconciler) gaveBack(obj v1alpha1.Patcher, kind string, ref *unstructured.Unstructured, step, reason, format string, fields *fieldpath.Set) {
-	n := len(intentLeaves(fields))
+	n := len(patchintent.Leaves(fields))
 	if n == 0 {
 		return
 	}
