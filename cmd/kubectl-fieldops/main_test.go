@@ -34,7 +34,8 @@ var (
 )
 
 // TestMain starts the local control plane (no manager: the tests write
-// the statuses they print) and a kubeconfig for the plugin's flags.
+// the statuses they print; the plan tests start one of their own for
+// their namespaces) and a kubeconfig for the plugin's flags.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(run(m))
@@ -68,7 +69,9 @@ func run(m *testing.M) int {
 	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
 		return fail(err)
 	}
-	return m.Run()
+	code := m.Run()
+	stopManager() // the plan tests' manager, if they started one
+	return code
 }
 
 // plugin runs kubectl-fieldops with args against the control plane.

@@ -596,6 +596,11 @@ func patchFields(in fieldRows) []FieldPlan {
 		}
 		if has(in.oursAfter, p) {
 			row.OnDelete = onDelete(in, p, has)
+			// A field another manager co-owns stays with it, whatever the
+			// patch lets go (SSA shared ownership).
+			if others := ownersOf(in.after, p); len(others) > 0 && !strings.HasPrefix(row.OnDelete, "hand back") {
+				row.OnDelete = "leave to " + strings.Join(others, ", ")
+			}
 		}
 		rows = append(rows, row)
 	}
