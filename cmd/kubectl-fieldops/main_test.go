@@ -34,8 +34,8 @@ var (
 )
 
 // TestMain starts the local control plane (no manager: the tests write
-// the statuses they print; the plan tests start one of their own for
-// their namespaces) and a kubeconfig for the plugin's flags.
+// the statuses they print; TestPlan runs one of its own while it runs)
+// and a kubeconfig for the plugin's flags.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(run(m))
@@ -69,9 +69,7 @@ func run(m *testing.M) int {
 	if k8s, err = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
 		return fail(err)
 	}
-	code := m.Run()
-	stopManager() // the plan tests' manager, if they started one
-	return code
+	return m.Run()
 }
 
 // plugin runs kubectl-fieldops with args against the control plane.

@@ -291,33 +291,31 @@ func (o *planOptions) planner() (*planner, error) {
 }
 
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {
+	var obj client.Object
 	switch u.GetKind() {
 	case "FieldPatch":
-		if u.GetNamespace() == "" {
-			u.SetNamespace(p.ns)
-		}
-		fp := &v1alpha1.FieldPatch{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, fp, true); err != nil {
-			return Plan{}, fmt.Errorf("FieldPatch %s: %w", u.GetName(), err)
-		}
-		return p.planPatch(ctx, fp, &v1alpha1.FieldPatch{})
+		obj = &v1alpha1.FieldPatch{}
 	case "ClusterFieldPatch":
-		cfp := &v1alpha1.ClusterFieldPatch{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, cfp, true); err != nil {
-			return Plan{}, fmt.Errorf("ClusterFieldPatch %s: %w", u.GetName(), err)
-		}
-		return p.planPatch(ctx, cfp, &v1alpha1.ClusterFieldPatch{})
+		obj = &v1alpha1.ClusterFieldPatch{}
 	case "ManagedWorkload":
-		if u.GetNamespace() == "" {
-			u.SetNamespace(p.ns)
-		}
-		mw := &v1alpha1.ManagedWorkload{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, mw, true); err != nil {
-			return Plan{}, fmt.Errorf("ManagedWorkload %s: %w", u.GetName(), err)
-		}
-		return p.planWorkload(ctx, mw)
+		obj = &v1alpha1.ManagedWorkload{}
+	default:
+		return Plan{}, fmt.Errorf("%s %s: plan knows FieldPatch, ClusterFieldPatch and ManagedWorkload", u.GetKind(), u.GetName())
 	}
-	return Plan{}, fmt.Errorf("%s %s: plan knows FieldPatch, ClusterFieldPatch and ManagedWorkload", u.GetKind(), u.GetName())
+	if u.GetKind() != "ClusterFieldPatch" && u.GetNamespace() == "" {
+		u.SetNamespace(p.ns)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		return Plan{}, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	switch o := obj.(type) {
+	case *v1alpha1.FieldPatch:
+		return p.planPatch(ctx, o, &v1alpha1.FieldPatch{})
+	case *v1alpha1.ClusterFieldPatch:
+		return p.planPatch(ctx, o, &v1alpha1.ClusterFieldPatch{})
+	default:
+		return p.planWorkload(ctx, obj.(*v1alpha1.ManagedWorkload))
+	}
 }
 
 // admit reads the live copy of obj into existing (its status is the

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,44 +25,32 @@ import (
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
-// planNamespaces are the namespaces of the plan tests: the manager they
-// start watches only these, so that it leaves the objects of the other
-// tests (which write the statuses they print) alone.
+// planNamespaces are the namespaces of the plan tests, the only ones
+// TestPlan's manager watches.
 var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload"}
 
-var (
-	managerOnce sync.Once
-	stopManager = func() {}
-)
-
-// startManager starts, once, a manager with every fieldops controller
-// (as test/testkit.RunSuite does) watching planNamespaces; TestMain stops
-// it after the tests.
-func startManager(t *testing.T) {
-	t.Helper()
-	managerOnce.Do(func() {
-		namespaces := map[string]cache.Config{}
-		for _, ns := range planNamespaces {
-			namespaces[ns] = cache.Config{}
-		}
-		mgr, err := ctrl.NewManager(restConfig, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-			Cache: cache.Options{DefaultNamespaces: namespaces}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := mgr.Start(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, "manager:", err)
-			}
-		}()
-		stopManager = func() { cancel(); <-done }
-	})
+// TestPlan runs the plan tests with a manager of every fieldops
+// controller (as test/testkit.RunSuite starts one) watching
+// planNamespaces, stopped when they end: the other tests write the
+// statuses they print, which a manager would overwrite.
+func TestPlan(t *testing.T) {
+	namespaces := map[string]cache.Config{}
+	for _, ns := range planNamespaces {
+		namespaces[ns] = cache.Config{}
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{DefaultNamespaces: namespaces}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(testkit.Start(mgr))
+	t.Run("PatchTypes", testPlanPatchTypes)
+	t.Run("FailConflict", testPlanFailConflict)
+	t.Run("YieldTo", testPlanYieldTo)
+	t.Run("Workload", testPlanWorkload)
 }
 
 // deploymentAs is the target of the patch tests: a Deployment applied by
@@ -205,8 +192,7 @@ func mustJSON(t *testing.T, v interface{}) string {
 // Every patch type is planned, then created: the plan's previous owners
 // and managed fields are what the controller records and what the
 // target's managed fields say.
-func TestPlanPatchTypes(t *testing.T) {
-	startManager(t)
+func testPlanPatchTypes(t *testing.T) {
 	for _, tc := range []struct{ typ, patch string }{
 		{"Apply", `
     metadata: {labels: {team: platform}, annotations: {fieldops.dev/planned: "yes"}}
@@ -259,8 +245,7 @@ spec:
 
 // Under conflictPolicy Fail the plan names the conflicts and the command
 // fails, as the patch would stall.
-func TestPlanFailConflict(t *testing.T) {
-	startManager(t)
+func testPlanFailConflict(t *testing.T) {
 	deploymentAs(t, "plan-fail")
 	file := planFile(t, `apiVersion: fieldops.dev/v1alpha1
 kind: FieldPatch
@@ -283,8 +268,7 @@ spec:
 
 // yieldTo leaves a conflicting field to the manager it names; the plan
 // says so, and the controller then records what the plan said.
-func TestPlanYieldTo(t *testing.T) {
-	startManager(t)
+func testPlanYieldTo(t *testing.T) {
 	d := deploymentAs(t, "plan-yield")
 	y := `apiVersion: fieldops.dev/v1alpha1
 kind: FieldPatch
@@ -311,8 +295,7 @@ spec:
 // A ManagedWorkload's plan: per object created, configured (with the
 // fields it takes from another manager) or unchanged; several documents
 // of standard input are planned each.
-func TestPlanWorkload(t *testing.T) {
-	startManager(t)
+func testPlanWorkload(t *testing.T) {
 	createNamespace(t, "plan-workload")
 	mw := &v1alpha1.ManagedWorkload{}
 	if err := yaml.UnmarshalStrict([]byte(`apiVersion: fieldops.dev/v1alpha1
