@@ -43,6 +43,11 @@ type ApplyOptions struct {
 	// anew) or replaced. Apply then returns ErrTargetGone. Unset, an apply
 	// to a missing object creates it.
 	UID types.UID
+	// DryRun sends the apply with dryRun=All: the apiserver runs
+	// admission, validation and the field manager and answers with the
+	// object as it would be, without storing it. Result.Action is then
+	// Created, Configured or Unchanged as the real apply would have been.
+	DryRun bool
 }
 
 // ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
@@ -161,13 +166,19 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			if force {
 				applyOpts = append(applyOpts, client.ForceOwnership)
 			}
+			if opts.DryRun {
+				applyOpts = append(applyOpts, client.DryRunAll)
+			}
 			err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), applyOpts...)
 			if err == nil {
 				res.Object = out
 				switch {
 				case live == nil:
 					res.Action = ActionCreated
-				case live.GetResourceVersion() == out.GetResourceVersion():
+				case opts.DryRun && sameObject(live, out):
+					// A dry run keeps the resourceVersion either way.
+					res.Action = ActionUnchanged
+				case !opts.DryRun && live.GetResourceVersion() == out.GetResourceVersion():
 					res.Action = ActionUnchanged
 				default:
 					res.Action = ActionConfigured

@@ -4,6 +4,7 @@
 //	kubectl fieldops owners (TYPE/NAME... | TYPE NAME... | TYPE -l SELECTOR | -f FILE [--local])
 //	                        [-n NS] [--manager NAME] [-o json|yaml] [--color auto|always|never] [--time age|rfc3339|none]
 //	kubectl fieldops status [-n NS | -A] [-l SELECTOR] [-o json|yaml] [--color auto|always|never]
+//	kubectl fieldops plan -f FILE [-o json|yaml]
 //	kubectl fieldops check-crd NEW-CRD.yaml [-o json|yaml]
 //
 // owners prints an object's YAML with the field manager, operation and age
@@ -11,7 +12,9 @@
 // gives, from ownershipcore.Blame); status lists FieldPatches,
 // ClusterFieldPatches, ManagedWorkloads and PodSets with their readiness
 // and contested fields; check-crd reports what a change of a CRD's list
-// and map types would break in the stored objects (internal/crdcheck).
+// and map types would break in the stored objects (internal/crdcheck);
+// plan shows what a FieldPatch or ManagedWorkload would do, with the
+// controllers' own intent code and a server-side dry run.
 // Kubeconfig flags are kubectl's (k8s.io/cli-runtime).
 //
 // Linked or copied as kubectl_complete-fieldops on PATH, the binary

@@ -34,7 +34,8 @@ var (
 )
 
 // TestMain starts the local control plane (no manager: the tests write
-// the statuses they print) and a kubeconfig for the plugin's flags.
+// the statuses they print; TestPlan runs one of its own while it runs)
+// and a kubeconfig for the plugin's flags.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(run(m))

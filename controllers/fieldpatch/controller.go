@@ -236,10 +236,18 @@ func (r *Reconciler) controllerName() string {
 
 // managerName is the field manager of obj.
 func (r *Reconciler) managerName(obj v1alpha1.Patcher) string {
-	if r.Cluster {
-		return ownershipcore.ManagerName(ClusterManagerPrefix, "", obj.GetName())
+	return ManagerName(r.Cluster, obj.GetNamespace(), obj.GetName())
+}
+
+// ManagerName is the field manager a FieldPatch (cluster false) or a
+// ClusterFieldPatch (cluster true, namespace ignored) applies with:
+// "fieldops-fieldpatch/<namespace>/<name>" or
+// "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
+func ManagerName(cluster bool, namespace, name string) string {
+	if cluster {
+		return ownershipcore.ManagerName(ClusterManagerPrefix, "", name)
 	}
-	return ownershipcore.ManagerName(ManagerPrefix, obj.GetNamespace(), obj.GetName())
+	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
 }
 
 // targetError is a problem with the spec: Stalled with Reason until the

@@ -18,6 +18,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -101,7 +102,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if ours == nil {
 		return nil
 	}
-	ledger, err := readLedger(st, st.TargetUID)
+	ledger, err := patchintent.ReadLedger(st, st.TargetUID)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	var done []string
 	reason := ReasonRelinquished
 	step := func(moved *fieldpath.Set, metricStep, format string) {
-		if n := len(intentLeaves(moved)); n > 0 {
+		if n := len(patchintent.Leaves(moved)); n > 0 {
 			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
 			done = append(done, fmt.Sprintf(format, n, kind, objectName(ref)))
 		}
@@ -148,10 +149,10 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if res.Action != ownershipcore.ActionUnchanged {
 		metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
 		msg := fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the fields the patch added were removed", manager, kind, objectName(ref))
-		if n := len(intentLeaves(res.Kept)); n > 0 {
+		if n := len(patchintent.Leaves(res.Kept)); n > 0 {
 			msg = fmt.Sprintf("released the fields of field manager %q on %s %s: %d fields the patch added could not be removed (the apiserver refused the object without them) and stay without an owner", manager, kind, objectName(ref), n)
 		}
-		if n := len(intentLeaves(res.Removed)); n > 0 {
+		if n := len(patchintent.Leaves(res.Removed)); n > 0 {
 			msg += fmt.Sprintf("; %d of them the apiserver kept after the empty apply were removed with a guarded patch", n)
 		}
 		done = append(done, msg)

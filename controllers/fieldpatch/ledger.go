@@ -4,77 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
-
-// readLedger decodes the previous-owner record of st (status.previousOwners
-// and status.recordedFields). A record made for another target UID (the
-// target was deleted and recreated) does not count: it returns an empty
-// ledger then.
-func readLedger(st *v1alpha1.FieldPatchStatus, targetUID string) (*ownershipcore.Ledger, error) {
-	l := ownershipcore.NewLedger()
-	if st.TargetUID != targetUID {
-		return l, nil
-	}
-	recorded, err := ownershipcore.DecodeFields(st.RecordedFields)
-	if err != nil {
-		return nil, fmt.Errorf("status.recordedFields: %w", err)
-	}
-	l.Recorded = recorded
-	for _, p := range st.PreviousOwners {
-		fields, err := ownershipcore.DecodeFields(p.FieldsV1)
-		if err != nil {
-			return nil, fmt.Errorf("status.previousOwners[%q]: %w", p.Manager, err)
-		}
-		// Absent (nothing shared, or a record older than the field): no
-		// field counts as let go until fieldops has looked again.
-		shared, err := ownershipcore.DecodeFields(p.SharedFieldsV1)
-		if err != nil {
-			return nil, fmt.Errorf("status.previousOwners[%q].sharedFieldsV1: %w", p.Manager, err)
-		}
-		l.Entries = append(l.Entries, ownershipcore.LedgerEntry{
-			ManagerKey: ownershipcore.ManagerKey{Manager: p.Manager, Operation: p.Operation, APIVersion: p.APIVersion, Subresource: p.Subresource},
-			Fields:     fields, Shared: shared,
-		})
-	}
-	return l, nil
-}
-
-// writeLedger encodes l into st for the target with targetUID.
-func writeLedger(st *v1alpha1.FieldPatchStatus, l *ownershipcore.Ledger, targetUID string) error {
-	owners := make([]v1alpha1.PreviousOwner, 0, len(l.Entries))
-	for _, e := range l.Entries {
-		f, err := ownershipcore.EncodeFields(e.Fields)
-		if err != nil {
-			return err
-		}
-		var shared *metav1.FieldsV1
-		if !e.Shared.Empty() {
-			if shared, err = ownershipcore.EncodeFields(e.Shared); err != nil {
-				return err
-			}
-		}
-		owners = append(owners, v1alpha1.PreviousOwner{
-			Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource,
-			FieldsV1: f, SharedFieldsV1: shared, Paths: ownershipcore.FormatSet(e.Fields),
-		})
-	}
-	recorded, err := ownershipcore.EncodeFields(l.Recorded)
-	if err != nil {
-		return err
-	}
-	st.PreviousOwners, st.RecordedFields, st.TargetUID = owners, recorded, targetUID
-	if len(owners) == 0 {
-		st.PreviousOwners = nil
-	}
-	return nil
-}
 
 // recordOwners records, before the first write of any intent field, the
 // field managers that own it on live, and persists the record at once: a
@@ -107,7 +44,7 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 		return nil, fmt.Errorf("read %s for the record of previous owners: %w", obj.GetName(), err)
 	}
-	l, err := readLedger(fresh.PatchStatus(), uid)
+	l, err := patchintent.ReadLedger(fresh.PatchStatus(), uid)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +53,7 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 		return l, nil
 	}
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
-	if err := writeLedger(fresh.PatchStatus(), l, uid); err != nil {
+	if err := patchintent.WriteLedger(fresh.PatchStatus(), l, uid); err != nil {
 		return nil, err
 	}
 	rv := fresh.GetResourceVersion()

@@ -19,20 +19,13 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
-	"github.com/fieldops/fieldops/controllers/internal/conflicts"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/internal/conflicts"
+	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
-
-// strategies maps conflictPolicy to the built-in conflict strategies.
-var strategies = map[v1alpha1.ConflictPolicy]ownershipcore.ConflictStrategy{
-	"":                           ownershipcore.Static(ownershipcore.DecisionForce),
-	v1alpha1.ConflictPolicyForce: ownershipcore.Static(ownershipcore.DecisionForce),
-	v1alpha1.ConflictPolicyFail:  ownershipcore.Static(ownershipcore.DecisionFail),
-	v1alpha1.ConflictPolicyYield: ownershipcore.Static(ownershipcore.DecisionYield),
-}
 
 // reconcileNormal applies the patch: resolve the target → build the intent
 // → follow and extend the record of previous owners → give back fields
@@ -84,7 +77,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	ledger, err := readLedger(st, string(live.GetUID()))
+	ledger, err := patchintent.ReadLedger(st, string(live.GetUID()))
 	if err != nil {
 		return r.fail(obj, err)
 	}
@@ -116,7 +109,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 			if left := r.contested(obj, drifter, msg, now); left > 0 && left < requeue {
 				requeue = left
 			}
-			return ctrl.Result{RequeueAfter: requeue}, writeLedger(st, ledger, string(live.GetUID()))
+			return ctrl.Result{RequeueAfter: requeue}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
 		}
 	}
 
@@ -133,7 +126,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		msg := describeConflicts(conflictErr.Conflicts)
 		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
 		r.event(obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
-		return ctrl.Result{}, writeLedger(st, ledger, string(live.GetUID()))
+		return ctrl.Result{}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
 	case errors.Is(err, ownershipcore.ErrTargetGone):
 		return r.targetMissing(obj, ref)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
@@ -163,7 +156,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		case drifted:
 			r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
 		default:
-			r.event(obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(intentLeaves(intentSet)), ref.GetKind(), objectName(ref))
+			r.event(obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(patchintent.Leaves(intentSet)), ref.GetKind(), objectName(ref))
 		}
 	} else if d := r.contests.Settle(key, now); d > 0 {
 		requeue = d
@@ -173,7 +166,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 			ledger.Observe(after)
 		}
 	}
-	if err := writeLedger(st, ledger, string(live.GetUID())); err != nil {
+	if err := patchintent.WriteLedger(st, ledger, string(live.GetUID())); err != nil {
 		return r.fail(obj, err)
 	}
 	if err := r.reportFields(st, res.Object, manager); err != nil {
@@ -235,7 +228,7 @@ func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownership
 		r.event(obj, corev1.EventTypeWarning, ReasonContested, "%s", msg)
 	}
 	left := r.contested(obj, manager, msg, time.Now())
-	return ctrl.Result{RequeueAfter: left}, writeLedger(st, ledger, string(live.GetUID()))
+	return ctrl.Result{RequeueAfter: left}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
 }
 
 // DefaultContestTimeout is spec.contestTimeout's default.
@@ -302,10 +295,7 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore
 		return nil
 	}
 	policy := obj.PatchSpec().DeletionPolicy
-	dropped := ours.Fields.Difference(intentSet)
-	if policy != v1alpha1.DeletionPolicyOrphan {
-		dropped = dropped.Intersection(ledger.Taken())
-	}
+	dropped := patchintent.Dropped(ours, intentSet, ledger, policy)
 	if dropped.Leaves().Empty() {
 		return nil
 	}
@@ -323,7 +313,7 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore
 	}
 	ledger.Forget(dropped)
 	if !given.Empty() {
-		r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(intentLeaves(given)), policyOrDefault(policy), strings.Join(firstN(intentLeaves(given), 5), ", "))
+		r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(policy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
 	}
 	return nil
 }
@@ -362,26 +352,15 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	}
 	conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), pluginFailure)
 	ignore = ignore.Union(extra)
-	intent, err := r.patchIntent(obj, live, manager)
-	if err == nil && !ignore.Empty() {
-		intent, err = r.Applier.RemoveFields(intent, ignore)
-	}
-	var set *fieldpath.Set
-	if err == nil {
-		set, err = r.Applier.FieldSet(intent)
-	}
-	var te *targetError
+	intent, set, err := patchintent.Intent(r.Applier, spec, obj.PatchStatus(), live, manager, ignore)
+	var invalid *patchintent.InvalidError
 	switch {
-	case errors.As(err, &te):
-		return nil, nil, err
+	case errors.As(err, &invalid):
+		return nil, nil, stalled(ReasonInvalidPatch, "%v", invalid.Err)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
 		return nil, nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err}
 	case err != nil:
-		return nil, nil, stalled(ReasonInvalidPatch, "patch (type %s) does not fit %s: %v", typeOrApply(spec.Type), live.GetKind(), err)
-	case typeOrApply(spec.Type) == v1alpha1.PatchTypeApply && len(intentLeaves(set)) == 0:
-		// validatePatch refused a patch with no field; what is left out
-		// here went to ignorePaths.
-		return nil, nil, stalled(ReasonInvalidPatch, "the patch sets no field of %s besides its identity once ignorePaths and ignorePlugins are left out", live.GetKind())
+		return nil, nil, err
 	}
 	return intent, set, nil
 }
@@ -422,7 +401,7 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 		return err
 	}
 	if ours := owners.Applied(manager); ours != nil {
-		st.ManagedFields = intentLeaves(ours.Fields)
+		st.ManagedFields = patchintent.Leaves(ours.Fields)
 		st.FieldCount = len(st.ManagedFields)
 	}
 	return nil
@@ -483,20 +462,6 @@ func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, d
 	}
 }
 
-// intentLeaves lists the leaf fields of a set, leaving out the identity
-// fields every intent carries.
-func intentLeaves(s *fieldpath.Set) []string {
-	var out []string
-	for _, p := range ownershipcore.FormatSet(s) {
-		switch p {
-		case ".apiVersion", ".kind", ".metadata.name", ".metadata.namespace":
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 func describeConflicts(cs []ownershipcore.Conflict) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
@@ -510,11 +475,4 @@ func objectName(o client.Object) string {
 		return o.GetName()
 	}
 	return o.GetNamespace() + "/" + o.GetName()
-}
-
-func typeOrApply(t v1alpha1.PatchType) v1alpha1.PatchType {
-	if t == "" {
-		return v1alpha1.PatchTypeApply
-	}
-	return t
 }

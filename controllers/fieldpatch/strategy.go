@@ -2,30 +2,28 @@ package fieldpatch
 
 import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // builtinStrategy returns the built-in conflict strategy of a
 // conflictPolicy other than Plugin: Force ("" too, the API default), Fail
-// or Yield. Any other value, Plugin included, is an InvalidPatch
-// *targetError: a strategy is never nil.
+// or Yield (conflicts.Policy). Any other value, Plugin included, is an
+// InvalidPatch *targetError: a strategy is never nil.
 func builtinStrategy(p v1alpha1.ConflictPolicy) (ownershipcore.ConflictStrategy, error) {
-	if s := strategies[p]; s != nil {
+	if s, ok := conflicts.Policy(p); ok {
 		return s, nil
 	}
 	return nil, stalled(ReasonInvalidPatch, "conflictPolicy %q is not one of Force, Fail, Yield or Plugin", p)
 }
 
 // fallbackStrategy returns the strategy of a conflictPluginFallback: Fail
-// for "" (the default), else Force, Fail or Yield. Any other value, Plugin
-// included (a plugin cannot be its own fallback), is an InvalidPatch
-// *targetError.
+// for "" (the default), else Force, Fail or Yield (conflicts.Fallback).
+// Any other value, Plugin included (a plugin cannot be its own fallback),
+// is an InvalidPatch *targetError.
 func fallbackStrategy(p v1alpha1.ConflictFallbackPolicy) (ownershipcore.ConflictStrategy, error) {
-	switch p {
-	case "":
-		return strategies[v1alpha1.ConflictPolicyFail], nil
-	case v1alpha1.ConflictFallbackForce, v1alpha1.ConflictFallbackFail, v1alpha1.ConflictFallbackYield:
-		return strategies[v1alpha1.ConflictPolicy(p)], nil
+	if s, ok := conflicts.Fallback(p); ok {
+		return s, nil
 	}
 	return nil, stalled(ReasonInvalidPatch, "conflictPluginFallback %q is not one of Force, Fail or Yield", p)
 }

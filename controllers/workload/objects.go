@@ -92,6 +92,33 @@ func parseObjects(mw *v1alpha1.ManagedWorkload, mapper meta.RESTMapper) []*objec
 	return out
 }
 
+// Resource is one entry of spec.resources as the controller reads it.
+type Resource struct {
+	// Index is the entry's position in spec.resources.
+	Index int
+	// Intent is the object with its namespace defaulted; nil when the
+	// entry could not be parsed.
+	Intent *unstructured.Unstructured
+	// Err is why the controller would not apply the entry (an unknown
+	// kind, no name, a duplicate, ...); nil otherwise.
+	Err error
+}
+
+// Resources returns the entries of mw's spec.resources parsed and in the
+// order the controller applies them (namespaces, CRDs, other
+// cluster-scoped objects, namespaced objects), for kubectl fieldops plan.
+func Resources(mw *v1alpha1.ManagedWorkload, mapper meta.RESTMapper) []Resource {
+	var out []Resource
+	for _, o := range applyOrder(parseObjects(mw, mapper)) {
+		r := Resource{Index: o.index, Intent: o.intent}
+		if o.err != nil {
+			r.Err = o.err
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // rank orders applies: namespaces, then CRDs, then other cluster-scoped
 // objects, then namespaced ones (which may need all of those). Deletion
 // runs in the reverse order.

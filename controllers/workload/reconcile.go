@@ -20,9 +20,9 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
-	"github.com/fieldops/fieldops/controllers/internal/conflicts"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -37,14 +37,6 @@ const (
 	// migratedRecheck waits for the cache to see migrated managed fields.
 	migratedRecheck = time.Second
 )
-
-// strategies maps conflictPolicy to the built-in conflict strategies.
-var strategies = map[v1alpha1.WorkloadConflictPolicy]ownershipcore.ConflictStrategy{
-	"":                                   ownershipcore.Static(ownershipcore.DecisionForce),
-	v1alpha1.WorkloadConflictPolicyForce: ownershipcore.Static(ownershipcore.DecisionForce),
-	v1alpha1.WorkloadConflictPolicyFail:  ownershipcore.Static(ownershipcore.DecisionFail),
-	v1alpha1.WorkloadConflictPolicyYield: ownershipcore.Static(ownershipcore.DecisionYield),
-}
 
 // pass is the state of one reconcile of one workload.
 type pass struct {
@@ -260,7 +252,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		}
 	}
 	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
-		FieldManager: p.manager, Conflicts: conflicts.Rules(p.mw.Spec.ConflictRules, strategies[p.mw.Spec.ConflictPolicy]), Ignore: ignore,
+		FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
 	})
 	err = tenant.Explain(p.account, err)
 	for _, c := range res.Forced {

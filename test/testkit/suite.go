@@ -88,6 +88,17 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	if err := controllers.SetupWith(mgr, setup); err != nil {
 		return fail(err)
 	}
+	stop := Start(mgr)
+	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c}})
+	code := m.Run()
+	stop()
+	return code
+}
+
+// Start runs mgr in the background until the returned function is
+// called; that function returns once the manager has stopped. A manager
+// that fails to start is reported on standard error.
+func Start(mgr ctrl.Manager) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -96,9 +107,5 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c}})
-	code := m.Run()
-	cancel()
-	<-done
-	return code
+	return func() { cancel(); <-done }
 }

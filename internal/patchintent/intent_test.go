@@ -1,4 +1,4 @@
-package fieldpatch
+package patchintent
 
 import (
 	"reflect"

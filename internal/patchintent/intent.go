@@ -1,4 +1,4 @@
-package fieldpatch
+package patchintent
 
 import (
 	"encoding/json"
@@ -69,34 +69,46 @@ func patchedObject(spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructure
 	return obj, nil
 }
 
-// patchIntent validates the patch of obj against live (validatePatch) and
-// returns the intent it makes: the partial object of an Apply patch, or the
-// fields a StrategicMerge, Merge or JSON patch changes on live plus those
-// it owns already (ownershipcore.Applier.ChangedIntent). A validation error
-// is a *targetError with reason InvalidPatch; other errors are returned as
-// they are, for intent to classify.
-func (r *Reconciler) patchIntent(obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	spec := obj.PatchSpec()
+// InvalidError is a patch that fails validation (validatePatch) before it
+// is computed against the target: only a spec change helps. The FieldPatch
+// controller reports it as Stalled with reason InvalidPatch.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// Build validates the patch of spec against live (validatePatch) and
+// returns the intent it makes under manager: the partial object of an
+// Apply patch, or the fields a StrategicMerge, Merge or JSON patch changes
+// on live plus those it owns already (ownershipcore.Applier.ChangedIntent).
+// st is the patch's status: a JSON patch's test operations are judged
+// with the fields it recorded as taken on this target. A validation error
+// is an *InvalidError; other errors are returned as they are (a patch that
+// does not fit the target, ownershipcore.ErrUnknownKind, ...).
+//
+// The FieldPatch controller and kubectl fieldops plan both build intents
+// here, so that a plan cannot disagree with what the controller applies.
+func Build(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1.FieldPatchStatus, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
 	// The schema is read from live's typed value only when a question
 	// needs it (an empty object, a JSON patch): most patches never ask.
 	sch := &lazySchema{load: func() *typedSchema {
-		tv, err := r.Applier.Schema.ToTyped(live)
+		tv, err := a.Schema.ToTyped(live)
 		if err != nil {
 			return nil // the intent's own conversion reports it
 		}
 		return &typedSchema{schema: tv.Schema(), root: tv.TypeRef()}
 	}}
 	target := patchTarget{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
-	if err := validatePatch(typeOrApply(spec.Type), spec.Patch.Raw, target, sch); err != nil {
-		return nil, stalled(ReasonInvalidPatch, "%v", err)
+	if err := validatePatch(TypeOrApply(spec.Type), spec.Patch.Raw, target, sch); err != nil {
+		return nil, &InvalidError{Err: err}
 	}
-	if typeOrApply(spec.Type) == v1alpha1.PatchTypeApply {
+	if TypeOrApply(spec.Type) == v1alpha1.PatchTypeApply {
 		return applyIntent(spec, live.GroupVersionKind(), live.GetNamespace())
 	}
 	var owned ownedFunc
 	if spec.Type == v1alpha1.PatchTypeJSON && sch.get() != nil {
 		var err error
-		if owned, err = sch.get().owned(live, obj.PatchStatus(), manager); err != nil {
+		if owned, err = sch.get().owned(live, st, manager); err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +116,15 @@ func (r *Reconciler) patchIntent(obj v1alpha1.Patcher, live *unstructured.Unstru
 	if err != nil {
 		return nil, err
 	}
-	return r.Applier.ChangedIntent(live, patched, manager)
+	return a.ChangedIntent(live, patched, manager)
+}
+
+// TypeOrApply is the patch type, Apply when unset (the API default).
+func TypeOrApply(t v1alpha1.PatchType) v1alpha1.PatchType {
+	if t == "" {
+		return v1alpha1.PatchTypeApply
+	}
+	return t
 }
 
 // lazySchema is a schemaInfo that loads its typedSchema at the first
@@ -325,4 +345,65 @@ func pathHasPrefix(p, prefix fieldpath.Path) bool {
 		}
 	}
 	return true
+}
+
+// Intent is Build followed by the removal of ignore (spec.ignorePaths and
+// what ignore plugins name; may be nil): the intent the controller
+// applies, and its field set. Errors: an *InvalidError for a patch that
+// fails validation, does not fit the target, or sets no field once ignore
+// is left out (an Apply patch); ownershipcore.ErrUnknownKind (wrapped)
+// when the target's kind has no schema; others as they are.
+func Intent(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1.FieldPatchStatus, live *unstructured.Unstructured, manager string, ignore *fieldpath.Set) (*unstructured.Unstructured, *fieldpath.Set, error) {
+	intent, err := Build(a, spec, st, live, manager)
+	if err == nil && ignore != nil && !ignore.Empty() {
+		intent, err = a.RemoveFields(intent, ignore)
+	}
+	var set *fieldpath.Set
+	if err == nil {
+		set, err = a.FieldSet(intent)
+	}
+	var invalid *InvalidError
+	switch {
+	case errors.As(err, &invalid), errors.Is(err, ownershipcore.ErrUnknownKind):
+		return nil, nil, err
+	case err != nil:
+		return nil, nil, &InvalidError{Err: fmt.Errorf("patch (type %s) does not fit %s: %v", TypeOrApply(spec.Type), live.GetKind(), err)}
+	case TypeOrApply(spec.Type) == v1alpha1.PatchTypeApply && len(Leaves(set)) == 0:
+		// validatePatch refused a patch with no field; what is left out
+		// here went to ignorePaths.
+		return nil, nil, &InvalidError{Err: fmt.Errorf("the patch sets no field of %s besides its identity once ignorePaths and ignorePlugins are left out", live.GetKind())}
+	}
+	return intent, set, nil
+}
+
+// Leaves lists the leaf fields of a set in the ownership core's form
+// (ownershipcore.FormatSet), leaving out the identity fields every intent
+// carries (apiVersion, kind, metadata.name, metadata.namespace).
+func Leaves(s *fieldpath.Set) []string {
+	var out []string
+	for _, p := range ownershipcore.FormatSet(s) {
+		switch p {
+		case ".apiVersion", ".kind", ".metadata.name", ".metadata.namespace":
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Dropped are the fields a patch's field manager owns now (ours, its
+// managed fields entry; nil when it has none) that its intent no longer
+// sets and that go back before the next apply, as deletion would give
+// them: under HandBack and Relinquish those it took from a previous owner
+// (ledger.Taken), under Orphan all of them. Without this the next apply
+// would remove them.
+func Dropped(ours *ownershipcore.Entry, intentSet *fieldpath.Set, ledger *ownershipcore.Ledger, policy v1alpha1.DeletionPolicy) *fieldpath.Set {
+	if ours == nil {
+		return fieldpath.NewSet()
+	}
+	dropped := ours.Fields.Difference(intentSet)
+	if policy != v1alpha1.DeletionPolicyOrphan {
+		dropped = dropped.Intersection(ledger.Taken())
+	}
+	return dropped
 }

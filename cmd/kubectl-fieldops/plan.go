@@ -1,0 +1,774 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers/workload"
+	"github.com/fieldops/fieldops/internal/conflicts"
+	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+type planOptions struct {
+	flags   *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+	files   genericclioptions.FileNameFlags
+	output  string
+}
+
+func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	filenames, recursive := []string{}, false
+	o := &planOptions{flags: flags, streams: streams,
+		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs of FieldPatches, ClusterFieldPatches or ManagedWorkloads (- reads standard input)", Filenames: &filenames, Recursive: &recursive}}
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE",
+		Short: "Show what a FieldPatch, ClusterFieldPatch or ManagedWorkload would do, with a server-side dry run",
+		Long: `Show what creating or changing each FieldPatch, ClusterFieldPatch or
+ManagedWorkload of the file would do, before it is applied. Nothing is
+written: the intent is built by the same code as the controller's and
+applied with a server-side dry run (dryRun=All) under the object's own
+field manager (fieldops-fieldpatch/<namespace>/<name>,
+fieldops-clusterfieldpatch/<name>, fieldops-workload/<namespace>/<name>).
+
+For a patch, one row per field:
+
+  OWNER NOW  the field managers (and operations) that own the field now
+  PLAN       take (from its owner, with force), share (same value: both
+             own it), add (nobody owned it), keep (the patch owns it
+             already), yield or fail (a conflict its policy leaves to the
+             owner or fails on), give back (a field the changed patch no
+             longer sets goes back first)
+  DECISION   what decided a conflict: conflictPolicy, or a yieldTo or
+             forceOver rule; for conflictPolicy Plugin the plugin decides
+             and the plan shows conflictPluginFallback's answer
+  ON DELETE  what deletionPolicy does with the field: hand back to its
+             previous owner, remove (a field the patch added), or leave
+             it without an owner (Relinquish, Orphan)
+
+For a workload, one row per object: created, configured or unchanged,
+the fields it would take from other managers, and why an object would
+fail. The command exits non-zero when a plan would fail (a conflict
+under conflictPolicy Fail, an invalid patch, a missing target).`,
+		Example: `  kubectl fieldops plan -f fieldpatch.yaml
+  kubectl fieldops plan -f workload.yaml -o yaml
+  helm template ./patches | kubectl fieldops plan -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+	}
+	o.files.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}})
+	return cmd
+}
+
+// Plan is what one FieldPatch, ClusterFieldPatch or ManagedWorkload of
+// the file would do; -o json and -o yaml print a list of them.
+type Plan struct {
+	Kind         string `json:"kind"`
+	Namespace    string `json:"namespace,omitempty"`
+	Name         string `json:"name"`
+	FieldManager string `json:"fieldManager"`
+	// Exists says the object exists: the plan is of a change.
+	Exists bool `json:"exists"`
+	// Action is what the apply would do: Created, Configured, Unchanged,
+	// or, when it would fail, Conflicted, Invalid, TargetNotFound, Failed.
+	Action  string `json:"action"`
+	Message string `json:"message,omitempty"`
+	// Patch is the plan of a FieldPatch or ClusterFieldPatch.
+	Patch *PatchPlan `json:"patch,omitempty"`
+	// Objects is the plan of a ManagedWorkload, in apply order.
+	Objects []ObjectPlan `json:"objects,omitempty"`
+}
+
+// PatchPlan is the plan of a FieldPatch or ClusterFieldPatch.
+type PatchPlan struct {
+	Target         ObjectRef   `json:"target"`
+	Type           string      `json:"type"`
+	ConflictPolicy string      `json:"conflictPolicy"`
+	DeletionPolicy string      `json:"deletionPolicy"`
+	Fields         []FieldPlan `json:"fields"`
+	// PreviousOwners is status.previousOwners as the controller would
+	// record it (fields as paths).
+	PreviousOwners []PlannedOwner `json:"previousOwners,omitempty"`
+	// ManagedFields is status.managedFields after the apply: the fields
+	// the patch's field manager would own.
+	ManagedFields []string `json:"managedFields,omitempty"`
+	// Notes are what the plan cannot know (ignorePlugins, a plugin's
+	// decisions).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ObjectRef names an object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+func (r ObjectRef) String() string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// FieldPlan is one field of a patch's plan.
+type FieldPlan struct {
+	// Path in the ownership core's form (.spec.replicas).
+	Path string `json:"path"`
+	// Owners are the managers that own the field now, other than the
+	// patch ("hpa (Update)").
+	Owners []string `json:"owners,omitempty"`
+	// Plan: take, share, add, keep, yield, fail or give back.
+	Plan string `json:"plan"`
+	// Decision says what decided a conflict.
+	Decision string `json:"decision,omitempty"`
+	// OnDelete: what deletionPolicy would do with the field.
+	OnDelete string `json:"onDelete,omitempty"`
+}
+
+// PlannedOwner is one entry of status.previousOwners.
+type PlannedOwner struct {
+	Manager     string                            `json:"manager"`
+	Operation   metav1.ManagedFieldsOperationType `json:"operation"`
+	APIVersion  string                            `json:"apiVersion,omitempty"`
+	Subresource string                            `json:"subresource,omitempty"`
+	Paths       []string                          `json:"paths"`
+}
+
+// ObjectPlan is one object of a workload's plan.
+type ObjectPlan struct {
+	ObjectRef `json:",inline"`
+	Action    string `json:"action"`
+	Message   string `json:"message,omitempty"`
+	// Taken are the fields taken from other managers with force
+	// ("path from \"hpa\" (Update)").
+	Taken []string `json:"taken,omitempty"`
+	// Yielded are the conflicts left to their owners.
+	Yielded []string `json:"yielded,omitempty"`
+	// OwnedFields is how many fields the workload would own on it.
+	OwnedFields int `json:"ownedFields"`
+}
+
+// Plan actions besides ownershipcore's.
+const (
+	actionInvalid        = "Invalid"
+	actionTargetNotFound = "TargetNotFound"
+	actionFailed         = "Failed"
+)
+
+func (p *Plan) failed() bool {
+	switch p.Action {
+	case string(ownershipcore.ActionConflicted), actionInvalid, actionTargetNotFound, actionFailed:
+		return true
+	}
+	return false
+}
+
+// planner holds the clients of one run.
+type planner struct {
+	c       client.Client
+	applier *ownershipcore.Applier
+	ns      string
+}
+
+func (o *planOptions) run(ctx context.Context) error {
+	switch o.output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: want json or yaml", o.output)
+	}
+	docs, err := o.documents()
+	if err != nil {
+		return err
+	}
+	p, err := o.planner()
+	if err != nil {
+		return err
+	}
+	plans := make([]Plan, 0, len(docs))
+	failed := 0
+	for _, d := range docs {
+		plan, err := p.plan(ctx, d)
+		if err != nil {
+			return err
+		}
+		if plan.failed() {
+			failed++
+		}
+		plans = append(plans, plan)
+	}
+	if o.output != "" {
+		err = printDocument(o.streams.Out, o.output, plans)
+	} else {
+		err = writePlans(o.streams.Out, plans)
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d plan(s) would fail", failed, len(plans))
+	}
+	return nil
+}
+
+// documents reads the objects of -f without contacting the server
+// (cli-runtime's resource builder, local), List kinds flattened.
+func (o *planOptions) documents() ([]*unstructured.Unstructured, error) {
+	files := o.files.ToOptions()
+	if len(files.Filenames) == 0 {
+		return nil, errors.New("plan needs -f FILE (- reads standard input)")
+	}
+	stdin := slices.Contains(files.Filenames, "-")
+	files.Filenames = slices.DeleteFunc(files.Filenames, func(f string) bool { return f == "-" })
+	b := resource.NewBuilder(o.flags).Unstructured().Local().FilenameParam(false, &files)
+	if stdin {
+		b = b.Stream(o.streams.In, "STDIN")
+	}
+	infos, err := b.Flatten().Do().Infos()
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, info := range infos {
+		u, ok := info.Object.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("%s: unexpected object type %T", info.Source, info.Object)
+		}
+		if u.GroupVersionKind().Group != v1alpha1.GroupVersion.Group {
+			return nil, fmt.Errorf("%s: %s %s is not a FieldPatch, ClusterFieldPatch or ManagedWorkload", info.Source, u.GetKind(), u.GetName())
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no objects to plan in -f")
+	}
+	return out, nil
+}
+
+func (o *planOptions) planner() (*planner, error) {
+	c, err := newClient(o.flags)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := o.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespace(o.flags)
+	if err != nil {
+		return nil, err
+	}
+	// Reads go to the apiserver: no cache, the plan sees the object as it
+	// is now.
+	return &planner{c: c, ns: ns, applier: &ownershipcore.Applier{Client: c, Reader: c, Schema: ownershipcore.NewSchema(dc)}}, nil
+}
+
+func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {
+	var obj client.Object
+	switch u.GetKind() {
+	case "FieldPatch":
+		obj = &v1alpha1.FieldPatch{}
+	case "ClusterFieldPatch":
+		obj = &v1alpha1.ClusterFieldPatch{}
+	case "ManagedWorkload":
+		obj = &v1alpha1.ManagedWorkload{}
+	default:
+		return Plan{}, fmt.Errorf("%s %s: plan knows FieldPatch, ClusterFieldPatch and ManagedWorkload", u.GetKind(), u.GetName())
+	}
+	if u.GetKind() != "ClusterFieldPatch" && u.GetNamespace() == "" {
+		u.SetNamespace(p.ns)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		return Plan{}, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	switch o := obj.(type) {
+	case *v1alpha1.FieldPatch:
+		return p.planPatch(ctx, o, &v1alpha1.FieldPatch{})
+	case *v1alpha1.ClusterFieldPatch:
+		return p.planPatch(ctx, o, &v1alpha1.ClusterFieldPatch{})
+	default:
+		return p.planWorkload(ctx, obj.(*v1alpha1.ManagedWorkload))
+	}
+}
+
+// admit reads the live copy of obj into existing (its status is the
+// record the controller continues) or, when there is none, dry-runs its
+// creation, so that the plan reports what admission (CRD validation, CEL
+// rules) would refuse. It returns whether obj exists.
+func (p *planner) admit(ctx context.Context, obj, existing client.Object) (bool, error) {
+	err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	switch {
+	case err == nil:
+		return true, nil
+	case !apierrors.IsNotFound(err):
+		return false, err
+	}
+	return false, p.c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+}
+
+// planPatch plans a FieldPatch or ClusterFieldPatch as reconcileNormal
+// applies it: target → intent (patchintent.Intent) → record of previous
+// owners (Follow, Record) → fields that leave the patch (Dropped) → apply
+// with the patch's conflict strategy, dryRun=All → Observe.
+func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
+	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
+	spec := obj.PatchSpec()
+	manager := fieldpatch.ManagerName(cluster, obj.GetNamespace(), obj.GetName())
+	plan := Plan{Kind: map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster], Namespace: obj.GetNamespace(), Name: obj.GetName(), FieldManager: manager}
+	pp := &PatchPlan{Type: string(patchintent.TypeOrApply(spec.Type)), DeletionPolicy: string(deletionPolicy(spec.DeletionPolicy))}
+	plan.Patch = pp
+	pp.Target = ObjectRef{APIVersion: spec.Target.APIVersion, Kind: spec.Target.Kind, Namespace: obj.TargetNamespace(), Name: spec.Target.Name}
+	invalid := func(err error) (Plan, error) {
+		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
+		return plan, nil
+	}
+	exists, err := p.admit(ctx, obj, existing)
+	if err != nil {
+		return invalid(err)
+	}
+	plan.Exists = exists
+	st := &v1alpha1.FieldPatchStatus{}
+	if exists {
+		st = existing.PatchStatus()
+	}
+	strategy, policy, notes, err := patchStrategy(spec)
+	if err != nil {
+		return invalid(err)
+	}
+	pp.ConflictPolicy, pp.Notes = policy, notes
+	if len(spec.IgnorePlugins) > 0 {
+		pp.Notes = append(pp.Notes, fmt.Sprintf("ignorePlugins %s run in the manager, not here: the fields they name are planned as if they were not ignored", strings.Join(spec.IgnorePlugins, ", ")))
+	}
+
+	ref, err := p.target(spec, obj.TargetNamespace(), cluster)
+	if err != nil {
+		return invalid(err)
+	}
+	pp.Target.Namespace = ref.GetNamespace()
+	live, err := p.applier.Get(ctx, ref)
+	if err != nil {
+		return Plan{}, err
+	}
+	if live == nil {
+		plan.Action, plan.Message = actionTargetNotFound, fmt.Sprintf("target %s not found; the controller patches it when it appears", pp.Target)
+		return plan, nil
+	}
+	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
+	if err != nil {
+		return invalid(fmt.Errorf("ignorePaths: %w", err))
+	}
+	intent, intentSet, err := patchintent.Intent(p.applier, spec, st, live, manager, ignore)
+	if err != nil {
+		return invalid(err)
+	}
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return Plan{}, err
+	}
+	present, err := p.applier.FieldSet(live)
+	if err != nil {
+		return Plan{}, err
+	}
+	ledger, err := patchintent.ReadLedger(st, string(live.GetUID()))
+	if err != nil {
+		return Plan{}, err
+	}
+	ledger.Follow(owners, present, manager)
+	ledger.Record(owners, intentSet, manager)
+	ours := owners.Applied(manager)
+	dropped := patchintent.Dropped(ours, intentSet, ledger, spec.DeletionPolicy)
+	droppedTo := ledger.Previous(dropped)
+	ledger.Forget(dropped)
+
+	res, err := p.applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true})
+	var conflictErr *ownershipcore.ConflictError
+	switch {
+	case errors.As(err, &conflictErr):
+		plan.Action = string(ownershipcore.ActionConflicted)
+		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", conflictErr.Error())
+	case err != nil:
+		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
+		return plan, nil
+	default:
+		plan.Action = string(res.Action)
+	}
+	after := owners
+	if err == nil && res.Object != nil {
+		if after, err = ownershipcore.Owners(res.Object); err != nil {
+			return Plan{}, err
+		}
+		ledger.Observe(after)
+	}
+	record := &v1alpha1.FieldPatchStatus{}
+	if err := patchintent.WriteLedger(record, ledger, string(live.GetUID())); err != nil {
+		return Plan{}, err
+	}
+	for _, e := range record.PreviousOwners {
+		pp.PreviousOwners = append(pp.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Paths: e.Paths})
+	}
+	oursAfter := fieldpath.NewSet()
+	if e := after.Applied(manager); e != nil && plan.Action != string(ownershipcore.ActionConflicted) {
+		oursAfter = e.Fields
+		pp.ManagedFields = patchintent.Leaves(oursAfter)
+	}
+	pp.Fields = patchFields(fieldRows{
+		manager: manager, policy: deletionPolicy(spec.DeletionPolicy), rules: spec.ConflictRules, conflictPolicy: policy,
+		intent: intentSet, before: owners, after: after, oursBefore: ours, oursAfter: oursAfter,
+		ledger: ledger, dropped: droppedTo, res: res,
+	})
+	return plan, nil
+}
+
+// patchStrategy is the conflict strategy of spec as the controller builds
+// it (conflicts.Policy under the yieldTo and forceOver rules). A plugin
+// cannot be asked from here: its fallback stands in, and a note says so.
+func patchStrategy(spec *v1alpha1.FieldPatchSpec) (ownershipcore.ConflictStrategy, string, []string, error) {
+	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+		s, ok := conflicts.Policy(spec.ConflictPolicy)
+		if !ok {
+			return nil, "", nil, fmt.Errorf("conflictPolicy %q is not one of Force, Fail, Yield or Plugin", spec.ConflictPolicy)
+		}
+		policy := string(spec.ConflictPolicy)
+		if policy == "" {
+			policy = string(v1alpha1.ConflictPolicyForce)
+		}
+		return conflicts.Rules(spec.ConflictRules, s), policy, nil, nil
+	}
+	s, ok := conflicts.Fallback(spec.ConflictPluginFallback)
+	if !ok {
+		return nil, "", nil, fmt.Errorf("conflictPluginFallback %q is not one of Force, Fail or Yield", spec.ConflictPluginFallback)
+	}
+	fallback := string(spec.ConflictPluginFallback)
+	if fallback == "" {
+		fallback = string(v1alpha1.ConflictFallbackFail)
+	}
+	note := fmt.Sprintf("conflictPolicy Plugin: the plugin %q decides each conflict when the controller applies; shown is its fallback, %s", spec.ConflictPlugin, fallback)
+	return conflicts.Rules(spec.ConflictRules, s), fmt.Sprintf("Plugin %s (fallback %s)", spec.ConflictPlugin, fallback), []string{note}, nil
+}
+
+func deletionPolicy(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {
+	if p == "" {
+		return v1alpha1.DeletionPolicyHandBack
+	}
+	return p
+}
+
+// target names the patch's target as the controller resolves it: a
+// namespaced kind in the patch's target namespace, a cluster-scoped one
+// only for a ClusterFieldPatch.
+func (p *planner) target(spec *v1alpha1.FieldPatchSpec, ns string, cluster bool) (*unstructured.Unstructured, error) {
+	gv, err := schema.ParseGroupVersion(spec.Target.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("target apiVersion %q: %w", spec.Target.APIVersion, err)
+	}
+	gvk := gv.WithKind(spec.Target.Kind)
+	mapping, err := p.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("target kind %s: %w", gvk, err)
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	switch {
+	case namespaced && ns == "":
+		return nil, fmt.Errorf("target %s is namespaced: set spec.target.namespace", gvk.Kind)
+	case !namespaced && !cluster:
+		return nil, fmt.Errorf("target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
+	case !namespaced:
+		ns = ""
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(spec.Target.Name)
+	return u, nil
+}
+
+// fieldRows are the inputs of a patch's per-field plan.
+type fieldRows struct {
+	manager        string
+	policy         v1alpha1.DeletionPolicy
+	rules          v1alpha1.ConflictRules
+	conflictPolicy string
+	intent         *fieldpath.Set
+	before, after  ownershipcore.ManagedFields
+	oursBefore     *ownershipcore.Entry
+	oursAfter      *fieldpath.Set
+	ledger         *ownershipcore.Ledger
+	dropped        ownershipcore.ManagedFields
+	res            ownershipcore.Result
+}
+
+// patchFields is one row per leaf field the patch sets, owns after the
+// apply, conflicts on, or gives back.
+func patchFields(in fieldRows) []FieldPlan {
+	conflictsAt := map[string]struct {
+		plan string
+		c    ownershipcore.Conflict
+	}{}
+	for plan, cs := range map[string][]ownershipcore.Conflict{"take": in.res.Forced, "yield": in.res.Yielded, "fail": in.res.Failed} {
+		for _, c := range cs {
+			conflictsAt[ownershipcore.FormatPath(c.Path)] = struct {
+				plan string
+				c    ownershipcore.Conflict
+			}{plan, c}
+		}
+	}
+	rules := conflicts.Of(in.rules)
+	paths := patchintent.Leaves(in.intent.Union(in.oursAfter))
+	for p := range conflictsAt {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	givenBack := map[string]string{}
+	for _, e := range in.dropped {
+		for _, p := range patchintent.Leaves(e.Fields) {
+			givenBack[p] = describeEntry(e.ManagerKey)
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	slices.Sort(paths)
+	has := func(s *fieldpath.Set, p string) bool {
+		return s != nil && slices.Contains(ownershipcore.FormatSet(s), p)
+	}
+	ownersOf := func(mf ownershipcore.ManagedFields, p string) []string {
+		var out []string
+		for _, e := range mf {
+			if e.Manager != in.manager && has(e.Fields, p) {
+				out = append(out, describeEntry(e.ManagerKey))
+			}
+		}
+		return out
+	}
+	var rows []FieldPlan
+	for _, p := range paths {
+		row := FieldPlan{Path: p, Owners: ownersOf(in.before, p)}
+		c, conflicted := conflictsAt[p]
+		switch {
+		case givenBack[p] != "" && in.policy == v1alpha1.DeletionPolicyHandBack:
+			row.Plan = "give back to " + givenBack[p]
+		case givenBack[p] != "" || (in.policy == v1alpha1.DeletionPolicyOrphan && in.oursBefore != nil && has(in.oursBefore.Fields, p) && !has(in.intent, p)):
+			row.Plan = "give back (leave without an owner)"
+		case conflicted:
+			row.Plan = c.plan
+			row.Decision = "conflictPolicy " + in.conflictPolicy
+			if d, ok := rules.Decides(c.c.Manager, c.c.Operation); ok {
+				row.Decision = map[ownershipcore.Decision]string{ownershipcore.DecisionYield: "yieldTo", ownershipcore.DecisionForce: "forceOver"}[d] + " " + c.c.Manager
+			}
+		case in.oursBefore != nil && has(in.oursBefore.Fields, p):
+			row.Plan = "keep"
+		case len(row.Owners) > 0 && len(ownersOf(in.after, p)) > 0:
+			row.Plan = "share"
+		case len(row.Owners) > 0:
+			row.Plan = "take"
+		default:
+			row.Plan = "add"
+		}
+		if has(in.oursAfter, p) {
+			row.OnDelete = onDelete(in, p, has)
+			// A field another manager co-owns stays with it, whatever the
+			// patch lets go (SSA shared ownership).
+			if others := ownersOf(in.after, p); len(others) > 0 && !strings.HasPrefix(row.OnDelete, "hand back") {
+				row.OnDelete = "leave to " + strings.Join(others, ", ")
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// onDelete says what deletionPolicy does with a field the patch would
+// own: the controller's reconcileDelete (HandBack to ledger.Previous, or
+// Release of ledger.Taken, then Relinquish of the rest).
+func onDelete(in fieldRows, p string, has func(*fieldpath.Set, string) bool) string {
+	if in.policy == v1alpha1.DeletionPolicyOrphan {
+		return "leave without an owner"
+	}
+	for _, e := range in.ledger.Previous(nil) {
+		if has(e.Fields, p) {
+			if in.policy == v1alpha1.DeletionPolicyRelinquish {
+				return "leave without an owner"
+			}
+			return "hand back to " + describeEntry(e.ManagerKey)
+		}
+	}
+	return "remove"
+}
+
+// describeEntry prints a manager key as `hpa (Update)`.
+func describeEntry(k ownershipcore.ManagerKey) string {
+	s := k.Manager + " (" + string(k.Operation)
+	if k.Subresource != "" {
+		s += " /" + k.Subresource
+	}
+	return s + ")"
+}
+
+// planWorkload plans a ManagedWorkload as its controller applies it with
+// Server-Side Apply: spec.resources in apply order (workload.Resources),
+// each applied under the workload's field manager with its conflict
+// strategy and ignorePaths, dryRun=All.
+func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload) (Plan, error) {
+	manager := workload.ManagerName(mw.Namespace, mw.Name)
+	plan := Plan{Kind: "ManagedWorkload", Namespace: mw.Namespace, Name: mw.Name, FieldManager: manager}
+	exists, err := p.admit(ctx, mw, &v1alpha1.ManagedWorkload{})
+	if err != nil {
+		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
+		return plan, nil
+	}
+	plan.Exists = exists
+	ignore, err := ownershipcore.ParsePathSet(mw.Spec.IgnorePaths)
+	if err != nil {
+		plan.Action, plan.Message = actionInvalid, fmt.Sprintf("ignorePaths: %v", err)
+		return plan, nil
+	}
+	strategy := conflicts.Workload(mw.Spec.ConflictPolicy, mw.Spec.ConflictRules)
+	counts := map[string]int{}
+	for _, r := range workload.Resources(mw, p.c.RESTMapper()) {
+		op := ObjectPlan{}
+		if r.Intent != nil {
+			op.ObjectRef = ObjectRef{APIVersion: r.Intent.GetAPIVersion(), Kind: r.Intent.GetKind(), Namespace: r.Intent.GetNamespace(), Name: r.Intent.GetName()}
+		}
+		if r.Err != nil {
+			op.Action, op.Message = actionFailed, r.Err.Error()
+			plan.Objects = append(plan.Objects, op)
+			counts[op.Action]++
+			continue
+		}
+		res, err := p.applier.Apply(ctx, r.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, Ignore: ignore, DryRun: true})
+		var conflictErr *ownershipcore.ConflictError
+		switch {
+		case errors.As(err, &conflictErr):
+			op.Action, op.Message = string(ownershipcore.ActionConflicted), fmt.Sprintf("%v (conflictPolicy Fail)", conflictErr)
+		case err != nil:
+			op.Action, op.Message = actionFailed, ownershipcore.SafeMessage(err)
+		default:
+			op.Action = string(res.Action)
+		}
+		for _, c := range res.Forced {
+			op.Taken = append(op.Taken, fmt.Sprintf("%s from %s", ownershipcore.FormatPath(c.Path), describeEntry(ownershipcore.ManagerKey{Manager: c.Manager, Operation: c.Operation})))
+		}
+		for _, c := range res.Yielded {
+			op.Yielded = append(op.Yielded, fmt.Sprintf("%s to %s", ownershipcore.FormatPath(c.Path), describeEntry(ownershipcore.ManagerKey{Manager: c.Manager, Operation: c.Operation})))
+		}
+		if err == nil && res.Object != nil {
+			if after, err := ownershipcore.Owners(res.Object); err == nil {
+				if ours := after.Applied(manager); ours != nil {
+					op.OwnedFields = len(ownershipcore.FormatSet(ours.Fields))
+				}
+			}
+		}
+		counts[op.Action]++
+		plan.Objects = append(plan.Objects, op)
+	}
+	switch {
+	case counts[string(ownershipcore.ActionConflicted)] > 0:
+		plan.Action = string(ownershipcore.ActionConflicted)
+	case counts[actionFailed] > 0:
+		plan.Action = actionFailed
+	case counts[string(ownershipcore.ActionCreated)]+counts[string(ownershipcore.ActionConfigured)] > 0:
+		plan.Action = string(ownershipcore.ActionConfigured)
+	default:
+		plan.Action = string(ownershipcore.ActionUnchanged)
+	}
+	var parts []string
+	for _, a := range []string{string(ownershipcore.ActionCreated), string(ownershipcore.ActionConfigured), string(ownershipcore.ActionUnchanged), string(ownershipcore.ActionConflicted), actionFailed} {
+		if counts[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[a], strings.ToLower(a)))
+		}
+	}
+	plan.Message = strings.Join(parts, ", ")
+	return plan, nil
+}
+
+// writePlans prints each plan: a header, then a table of fields (a patch)
+// or objects (a workload).
+func writePlans(w io.Writer, plans []Plan) error {
+	for i, p := range plans {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		name := p.Name
+		if p.Namespace != "" {
+			name = p.Namespace + "/" + p.Name
+		}
+		verb := "create"
+		if p.Exists {
+			verb = "change"
+		}
+		head := fmt.Sprintf("%s %s (%s; field manager %s)\n", p.Kind, name, verb, p.FieldManager)
+		if p.Patch != nil {
+			head += fmt.Sprintf("target %s, type %s, conflictPolicy %s, deletionPolicy %s\n", p.Patch.Target, p.Patch.Type, p.Patch.ConflictPolicy, p.Patch.DeletionPolicy)
+		}
+		head += "action: " + p.Action
+		if p.Message != "" {
+			head += ": " + p.Message
+		}
+		if _, err := fmt.Fprintln(w, head); err != nil {
+			return err
+		}
+		var table [][]cell
+		switch {
+		case p.Patch != nil && len(p.Patch.Fields) > 0:
+			table = append(table, []cell{{text: "FIELD"}, {text: "OWNER NOW"}, {text: "PLAN"}, {text: "DECISION"}, {text: "ON DELETE"}})
+			for _, f := range p.Patch.Fields {
+				table = append(table, []cell{{text: f.Path}, {text: dash(strings.Join(f.Owners, ", "))}, {text: f.Plan}, {text: dash(f.Decision)}, {text: dash(f.OnDelete)}})
+			}
+		case len(p.Objects) > 0:
+			table = append(table, []cell{{text: "OBJECT"}, {text: "ACTION"}, {text: "FIELDS"}, {text: "TAKEN FROM OTHERS"}})
+			for _, o := range p.Objects {
+				taken := strings.Join(o.Taken, ", ")
+				if len(o.Yielded) > 0 {
+					taken = strings.TrimPrefix(taken+"; yielded "+strings.Join(o.Yielded, ", "), "; ")
+				}
+				if o.Message != "" {
+					taken = strings.TrimPrefix(taken+"; "+o.Message, "; ")
+				}
+				table = append(table, []cell{{text: o.ObjectRef.String()}, {text: o.Action}, {text: fmt.Sprint(o.OwnedFields)}, {text: dash(taken)}})
+			}
+		}
+		if table != nil {
+			if err := writeTable(w, table); err != nil {
+				return err
+			}
+		}
+		if p.Patch != nil {
+			for _, n := range p.Patch.Notes {
+				if _, err := fmt.Fprintln(w, "note: "+n); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
