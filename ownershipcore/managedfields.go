@@ -170,3 +170,27 @@ func (m ManagedFields) Union() *fieldpath.Set {
 	}
 	return out
 }
+
+// ManagerNames returns the distinct field manager names of obj's managed
+// fields entries, in their order, without decoding any field set.
+func ManagerNames(obj metav1.Object) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range obj.GetManagedFields() {
+		if !seen[e.Manager] {
+			seen[e.Manager] = true
+			out = append(out, e.Manager)
+		}
+	}
+	return out
+}
+
+// HasManager reports whether manager has a managed fields entry on obj.
+func HasManager(obj metav1.Object, manager string) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == manager {
+			return true
+		}
+	}
+	return false
+}

@@ -192,7 +192,7 @@ func (o *ownersOptions) objects(args []string) (objs []ownedObject, single bool,
 			errs = append(errs, fmt.Errorf("%s: unexpected object type %T", info.Source, info.Object))
 			continue
 		}
-		if o.local && len(obj.GetManagedFields()) == 0 {
+		if o.local && len(ownershipcore.ManagerNames(obj)) == 0 {
 			errs = append(errs, fmt.Errorf("%s: %s %s has no metadata.managedFields (save it with kubectl get -o yaml --show-managed-fields)", info.Source, obj.GetKind(), obj.GetName()))
 			continue
 		}

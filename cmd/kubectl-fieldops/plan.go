@@ -20,7 +20,6 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
@@ -28,6 +27,7 @@ import (
 	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 type planOptions struct {
@@ -433,7 +433,7 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	for _, e := range record.PreviousOwners {
 		pp.PreviousOwners = append(pp.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Paths: e.Paths})
 	}
-	oursAfter := fieldpath.NewSet()
+	oursAfter := fieldset.NewSet()
 	if e := after.Applied(manager); e != nil && plan.Action != string(ownershipcore.ActionConflicted) {
 		oursAfter = e.Fields
 		pp.ManagedFields = patchintent.Leaves(oursAfter)
@@ -515,10 +515,10 @@ type fieldRows struct {
 	policy         v1alpha1.DeletionPolicy
 	rules          v1alpha1.ConflictRules
 	conflictPolicy string
-	intent         *fieldpath.Set
+	intent         *fieldset.Set
 	before, after  ownershipcore.ManagedFields
 	oursBefore     *ownershipcore.Entry
-	oursAfter      *fieldpath.Set
+	oursAfter      *fieldset.Set
 	ledger         *ownershipcore.Ledger
 	dropped        ownershipcore.ManagedFields
 	res            ownershipcore.Result
@@ -556,7 +556,7 @@ func patchFields(in fieldRows) []FieldPlan {
 		}
 	}
 	slices.Sort(paths)
-	has := func(s *fieldpath.Set, p string) bool {
+	has := func(s *fieldset.Set, p string) bool {
 		return s != nil && slices.Contains(ownershipcore.FormatSet(s), p)
 	}
 	ownersOf := func(mf ownershipcore.ManagedFields, p string) []string {
@@ -608,7 +608,7 @@ func patchFields(in fieldRows) []FieldPlan {
 // onDelete says what deletionPolicy does with a field the patch would
 // own: the controller's reconcileDelete (HandBack to ledger.Previous, or
 // Release of ledger.Taken, then Relinquish of the rest).
-func onDelete(in fieldRows, p string, has func(*fieldpath.Set, string) bool) string {
+func onDelete(in fieldRows, p string, has func(*fieldset.Set, string) bool) string {
 	if in.policy == v1alpha1.DeletionPolicyOrphan {
 		return "leave without an owner"
 	}

@@ -312,10 +312,10 @@ func ownedByFieldops(live *unstructured.Unstructured, self string) (string, bool
 			return ref.Kind + " " + ref.Name, true
 		}
 	}
-	for _, e := range live.GetManagedFields() {
-		if strings.HasPrefix(e.Manager, OwnManagerPrefix) &&
-			!strings.HasPrefix(e.Manager, ManagerPrefix+"/") && !strings.HasPrefix(e.Manager, ClusterManagerPrefix+"/") && e.Manager != self {
-			return e.Manager, true
+	for _, m := range ownershipcore.ManagerNames(live) {
+		if strings.HasPrefix(m, OwnManagerPrefix) &&
+			!strings.HasPrefix(m, ManagerPrefix+"/") && !strings.HasPrefix(m, ClusterManagerPrefix+"/") && m != self {
+			return m, true
 		}
 	}
 	return "", false

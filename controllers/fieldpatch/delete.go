@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
@@ -21,6 +20,7 @@ import (
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // reconcileDelete gives the target back as deletionPolicy says, then
@@ -84,7 +84,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if err != nil {
 		return err
 	}
-	if live == nil || live.GetUID() != ref.GetUID() || !hasEntry(live, manager) {
+	if live == nil || live.GetUID() != ref.GetUID() || !ownershipcore.HasManager(live, manager) {
 		// Gone, replaced, or no entry of ours: make sure on a fresh read
 		// (the cache may lag behind our last write).
 		if live, err = applier.GetFresh(ctx, ref); err != nil || live == nil {
@@ -110,7 +110,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	kind := ref.GetKind()
 	var done []string
 	reason := ReasonRelinquished
-	step := func(moved *fieldpath.Set, metricStep, format string) {
+	step := func(moved *fieldset.Set, metricStep, format string) {
 		if n := len(patchintent.Leaves(moved)); n > 0 {
 			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
 			done = append(done, fmt.Sprintf(format, n, kind, objectName(ref)))
@@ -127,13 +127,13 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 		r.reportGiveBack(obj, reason, done)
 		return nil
 	case v1alpha1.DeletionPolicyRelinquish:
-		var released *fieldpath.Set
+		var released *fieldset.Set
 		if released, after, err = applier.ReleaseFrom(ctx, ref, live, manager, ledger.Taken()); err != nil {
 			return err
 		}
 		step(released, metrics.StepRelinquish, "left %d fields the patch took on %s %s in place without an owner")
 	default:
-		var moved *fieldpath.Set
+		var moved *fieldset.Set
 		if moved, after, err = applier.HandBackFrom(ctx, ref, live, manager, ledger.Previous(nil)); err != nil {
 			return err
 		}
@@ -167,16 +167,6 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, reason string, done []
 	if len(done) > 0 {
 		r.event(obj, corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
 	}
-}
-
-// hasEntry reports whether manager has a managed fields entry on obj.
-func hasEntry(obj *unstructured.Unstructured, manager string) bool {
-	for _, e := range obj.GetManagedFields() {
-		if e.Manager == manager {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Reconciler) deleteFailed(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {

@@ -6,11 +6,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // recordOwners records, before the first write of any intent field, the
@@ -31,7 +31,7 @@ import (
 // after the apply (issue 11: two requests fewer per FieldPatch): a crash
 // before that write loses nothing, since the same record is made again
 // from the target, where no owner was displaced.
-func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldpath.Set, manager string) (*ownershipcore.Ledger, error) {
+func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldset.Set, manager string) (*ownershipcore.Ledger, error) {
 	uid := string(live.GetUID())
 	if intentSet.Difference(ledger.Recorded).Empty() && obj.PatchStatus().TargetUID == uid {
 		return ledger, nil
@@ -73,7 +73,7 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 // is not our own earlier write seen through a lagging FieldPatch), and no
 // field where live differs from the intent is owned by another manager
 // (the apply displaces nobody; shared fields stay shared).
-func (r *Reconciler) recordCanWait(live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, intentSet *fieldpath.Set, manager string) bool {
+func (r *Reconciler) recordCanWait(live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, intentSet *fieldset.Set, manager string) bool {
 	for _, e := range owners {
 		if e.Manager == manager && !e.Fields.Intersection(intentSet).Empty() {
 			return false

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
@@ -25,6 +24,7 @@ import (
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // reconcileNormal applies the patch: resolve the target → build the intent
@@ -271,7 +271,7 @@ func (r *Reconciler) contested(obj v1alpha1.Patcher, manager, msg string, now ti
 
 // observeTarget returns the target's managed fields and the set of fields
 // it holds.
-func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipcore.ManagedFields, *fieldpath.Set, error) {
+func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipcore.ManagedFields, *fieldset.Set, error) {
 	owners, err := ownershipcore.Owners(live)
 	if err != nil {
 		return nil, nil, err
@@ -289,7 +289,7 @@ func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipco
 // Orphan release them without an owner; values stay. Without this the
 // next apply would remove them. Under Orphan, dropped added fields are
 // released too. The ledger forgets what was given back.
-func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldpath.Set, manager string) error {
+func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldset.Set, manager string) error {
 	ours := owners.Applied(manager)
 	if ours == nil {
 		return nil
@@ -301,7 +301,7 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore
 	}
 	target := ref.DeepCopy()
 	target.SetUID(live.GetUID())
-	var given *fieldpath.Set
+	var given *fieldset.Set
 	var err error
 	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
 		given, err = applier.HandBack(ctx, target, manager, ledger.Previous(dropped))
@@ -335,7 +335,7 @@ func firstN(items []string, n int) []string {
 
 // intent builds the apply intent for the patch type, without ignorePaths,
 // and its field set.
-func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *fieldpath.Set, error) {
+func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *fieldset.Set, error) {
 	spec := obj.PatchSpec()
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
@@ -378,7 +378,7 @@ func yieldsTo(spec *v1alpha1.FieldPatchSpec) func(string, metav1.ManagedFieldsOp
 // and nobody owns it). Fields the patch has not written yet are never
 // drift: taking them is an apply, and nobody is blamed for it. A field
 // now owned by a manager the patch yields to is theirs: not drift.
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldpath.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool, error) {
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldset.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool, error) {
 	drift, err := r.Applier.OwnedDiff(live, intent, manager)
 	if err != nil {
 		return "", false, err

@@ -10,10 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // RevisionLabel holds, on each pod, the revision of the template.spec it
@@ -111,7 +111,7 @@ func ownedMetadata(pod *corev1.Pod, manager string) (map[string]map[string]bool,
 	if ours == nil {
 		return out, nil
 	}
-	ours.Fields.Iterate(func(p fieldpath.Path) {
+	ours.Fields.Iterate(func(p fieldset.Path) {
 		if len(p) == 3 && p[0].FieldName != nil && *p[0].FieldName == "metadata" && p[1].FieldName != nil && p[2].FieldName != nil {
 			if m, ok := out[*p[1].FieldName]; ok {
 				m[*p[2].FieldName] = true

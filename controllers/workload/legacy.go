@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // The legacy path, taken when the ServerSideApply gate is off: what
@@ -40,7 +40,7 @@ var legacyServerFields = []string{"managedFields", "resourceVersion", "uid", "cr
 // legacyComparable strips what the legacy diff ignores: server fields,
 // status, and ignore (removed with the schema, so list items are matched
 // by their keys).
-func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fieldpath.Set) (*unstructured.Unstructured, error) {
+func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fieldset.Set) (*unstructured.Unstructured, error) {
 	out := u.DeepCopy()
 	for _, f := range legacyServerFields {
 		unstructured.RemoveNestedField(out.Object, "metadata", f)
@@ -56,7 +56,7 @@ func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fiel
 // legacy path does: every operation under metadata.labels and
 // metadata.annotations; elsewhere in metadata none; outside metadata no
 // removals (the apiserver's defaults).
-func (r *Reconciler) legacyOps(live, desired *unstructured.Unstructured, ignore *fieldpath.Set) ([]jsonpatch.Operation, error) {
+func (r *Reconciler) legacyOps(live, desired *unstructured.Unstructured, ignore *fieldset.Set) ([]jsonpatch.Operation, error) {
 	l, err := r.legacyComparable(live, ignore)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func filterLegacyOps(ops []jsonpatch.Operation) []jsonpatch.Operation {
 // empty; ignoreFor gives the paths to leave out, for the live object (or
 // desired, when there is none). It returns the action, the object after the write, and the paths
 // that still differ after the patch (a loop in the making).
-func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.Applier, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldpath.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
+func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.Applier, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldset.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
 	live, err := applier.Get(ctx, desired)
 	if err != nil {
 		return "", nil, nil, err

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
@@ -25,6 +24,7 @@ import (
 	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 const (
@@ -45,7 +45,7 @@ type pass struct {
 	// applier acts as the workload's account (spec.serviceAccountName).
 	applier *ownershipcore.Applier
 	account tenant.Account
-	ignore  *fieldpath.Set
+	ignore  *fieldset.Set
 	ssa     bool
 	// prev are the last inventory's entries by object key and by index.
 	prev        map[string]v1alpha1.InventoryEntry
@@ -180,7 +180,7 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 // ignoreFor is the ignore set for one object: spec.ignorePaths and what
 // the ignorePlugins name for obj (the live object, or the intent). A
 // failing plugin adds nothing and is reported once per reconcile.
-func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.Unstructured) *fieldpath.Set {
+func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.Unstructured) *fieldset.Set {
 	if len(p.mw.Spec.IgnorePlugins) == 0 {
 		return p.ignore
 	}
@@ -318,7 +318,7 @@ func adoptsClientSideApply(mw *v1alpha1.ManagedWorkload) bool {
 // the intent (without ignore), and the manager that owns a drifted field
 // now (empty when it was removed and nobody owns it). A field now owned by
 // a manager yields names is that manager's: not drift.
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, ignore *fieldpath.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool) {
+func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, ignore *fieldset.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool) {
 	if ignore != nil && !ignore.Empty() {
 		var err error
 		if intent, err = r.Applier.RemoveFields(intent, ignore); err != nil {
@@ -358,7 +358,7 @@ func (r *Reconciler) drift(p *pass, name string, live, intent *unstructured.Unst
 // applyLegacyObject takes the legacy path for one object.
 func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, applied bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldpath.Set {
+	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldset.Set {
 		return r.ignoreFor(ctx, p, obj)
 	})
 	if err != nil {

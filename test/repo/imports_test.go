@@ -1,0 +1,56 @@
+package repo
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Issue 14: the ownership core is the only place that knows managed
+// fields. No controller and no command imports structured-merge-diff
+// (they hold field sets through ownershipcore/fieldset, a leaf naming its
+// types) or decodes metadata.managedFields itself.
+func TestOnlyTheCoreImportsStructuredMergeDiff(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./controllers/...", "./cmd/...")
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "sigs.k8s.io/structured-merge-diff") {
+				t.Errorf("%s imports %s: use ownershipcore (and ownershipcore/fieldset for the types)", fields[0], imp)
+			}
+		}
+	}
+}
+
+// Nor do they read or write metadata.managedFields outside the core's
+// functions (ownershipcore.Owners, ManagerNames, HasManager, …).
+func TestOnlyTheCoreReadsManagedFields(t *testing.T) {
+	for _, dir := range []string{"controllers", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root(t), dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, call := range []string{".GetManagedFields()", ".SetManagedFields("} {
+				if strings.Contains(string(b), call) {
+					t.Errorf("%s calls %s: use the ownership core", path, call)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
