@@ -11,7 +11,9 @@ COPY api/ api/
 COPY cmd/manager/ cmd/manager/
 COPY controllers/ controllers/
 COPY feature/ feature/
+COPY internal/conflicts/ internal/conflicts/
 COPY internal/managercmd/ internal/managercmd/
+COPY internal/patchintent/ internal/patchintent/
 COPY metrics/ metrics/
 COPY ownershipcore/ ownershipcore/
 COPY plugins/ plugins/
