@@ -38,7 +38,6 @@ func TestSelectorMismatch(t *testing.T) {
 func TestBadChangesDeleteNothing(t *testing.T) {
 	ns := kit.Namespace(t, "bad-change")
 	ps := newPodSet(t, ns, "db", 3, "postgres:17", nil)
-	kubelet(t, ps, 0)
 	before := uids(waitPods(t, ps, ordinals("db", 3)...))
 
 	// Negative replicas never get in: the scale subresource makes the

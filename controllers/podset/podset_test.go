@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +47,6 @@ func ordinals(name string, n int) []string {
 func TestLabelsInPlace(t *testing.T) {
 	ns := kit.Namespace(t, "in-place")
 	ps := newPodSet(t, ns, "kafka", 5, "kafka:3.7", nil)
-	kubelet(t, ps, 0)
 	before := uids(waitPods(t, ps, ordinals("kafka", 5)...))
 	waitReason(t, ps, podset.ReasonReady)
 	kit.ApplyAs(t, "cost-tool", fmt.Sprintf(`{apiVersion: v1, kind: Pod, metadata: {name: kafka-2, namespace: %s, labels: {cost-center: "4711"}}}`, ns))
@@ -100,7 +98,6 @@ func TestLabelsInPlace(t *testing.T) {
 func TestImageChangeRollsOneAtATime(t *testing.T) {
 	ns := kit.Namespace(t, "rolling")
 	ps := newPodSet(t, ns, "zk", 5, "zookeeper:3.8", nil)
-	kubelet(t, ps, 300*time.Millisecond)
 	before := uids(waitPods(t, ps, ordinals("zk", 5)...))
 	waitReason(t, ps, podset.ReasonReady)
 	oldRevision := ps.Status.UpdateRevision
@@ -144,7 +141,6 @@ func TestImageChangeRollsOneAtATime(t *testing.T) {
 func TestScaleAndRecreate(t *testing.T) {
 	ns := kit.Namespace(t, "scale")
 	ps := newPodSet(t, ns, "web", 5, "nginx:1.27", nil)
-	kubelet(t, ps, 0)
 	waitPods(t, ps, ordinals("web", 5)...)
 	update(t, ps, func(ps *v1alpha1.PodSet) { ps.Spec.Replicas = ptr.To[int32](3) })
 	waitPods(t, ps, ordinals("web", 3)...)
@@ -170,7 +166,6 @@ func TestGateOffRecreatesForLabels(t *testing.T) {
 	setGate(t, string(feature.InPlacePodMetadata), false)
 	ns := kit.Namespace(t, "gate-off")
 	ps := newPodSet(t, ns, "legacy", 2, "nginx:1.27", nil)
-	kubelet(t, ps, 0)
 	before := uids(waitPods(t, ps, ordinals("legacy", 2)...))
 	update(t, ps, func(ps *v1alpha1.PodSet) { ps.Spec.Template.Metadata.Labels["team"] = "data" })
 	testkit.Eventually(t, "pods recreated with the label", func() (bool, string) {
@@ -193,7 +188,6 @@ func TestSample(t *testing.T) {
 	if err := k8s.Create(context.Background(), ps); err != nil {
 		t.Fatal(err)
 	}
-	kubelet(t, ps, 0)
 	waitPods(t, ps, ordinals("kafka", 3)...)
 	waitReason(t, ps, podset.ReasonReady)
 }

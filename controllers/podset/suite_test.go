@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -28,7 +28,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	return testkit.RunSuite(m, testkit.SuiteOptions{}, func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit })
+	// A small cluster: kube-scheduler places the pods on kwok's simulated
+	// nodes, and kwok reports them Running and Ready as a kubelet would;
+	// kube-controller-manager's garbage collector removes what a deleted
+	// PodSet owned.
+	return testkit.RunSuite(m, testkit.SuiteOptions{ControlPlane: localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 2}}}, func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit })
 }
 
 // newPodSet creates a PodSet of replicas pods labelled app=<name> plus
@@ -93,38 +97,6 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// markReady sets a pod Running and Ready through the status subresource,
-// as a kubelet would (the local control plane runs no kubelet).
-func markReady(t testing.TB, p *corev1.Pod) {
-	t.Helper()
-	p = p.DeepCopy()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Update(context.Background(), p); err != nil {
-		t.Logf("mark %s ready: %v", p.Name, err) // it may have just been deleted
-	}
-}
-
-// kubelet marks every pod of ps Ready once it has existed for delay, until
-// the test ends.
-func kubelet(t testing.TB, ps *v1alpha1.PodSet, delay time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-stopped })
-	go func() {
-		defer close(stopped)
-		for ctx.Err() == nil {
-			for _, p := range pods(t, ps) {
-				if !isReady(p) && p.DeletionTimestamp.IsZero() && time.Since(p.CreationTimestamp.Time) >= delay {
-					markReady(t, p)
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
 }
 
 // waitReason waits until ps is reconciled at its generation with the Ready
