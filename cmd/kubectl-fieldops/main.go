@@ -9,7 +9,7 @@
 //
 // owners prints an object's YAML with the field manager, operation and age
 // of the managed fields entry owning each line (the view kubectl-blame
-// gives, from ownershipcore.Blame); status lists FieldPatches,
+// gives, from ownershipcore/blame); status lists FieldPatches,
 // ClusterFieldPatches, ManagedWorkloads and PodSets with their readiness
 // and contested fields; check-crd reports what a change of a CRD's list
 // and map types would break in the stored objects (internal/crdcheck);

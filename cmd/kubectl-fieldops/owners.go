@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/blame"
 )
 
 type ownersOptions struct {
@@ -248,7 +249,7 @@ func (o *ownersOptions) run(args []string) error {
 
 // keep marks the lines to print: with --manager, the lines it owns, the
 // continuation lines of those and every enclosing line.
-func (o *ownersOptions) keep(lines []ownershipcore.BlameLine) []bool {
+func (o *ownersOptions) keep(lines []blame.Line) []bool {
 	keep := make([]bool, len(lines))
 	for i, l := range lines {
 		if o.manager == "" || owns(l.Owners, o.manager) || (l.Path == nil && l.Parent >= 0 && keep[l.Parent]) {
@@ -274,7 +275,7 @@ func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *paint
 		if n > 0 {
 			rows = append(rows, row{text: "---"})
 		}
-		lines := ownershipcore.Blame(ob.obj.Object, ob.entries)
+		lines := blame.Blame(ob.obj.Object, ob.entries)
 		keep := o.keep(lines)
 		for i, l := range lines {
 			if !keep[i] {
@@ -329,7 +330,7 @@ func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *paint
 func (o *ownersOptions) fields(ob ownedObject) ObjectOwners {
 	obj := ob.obj
 	out := ObjectOwners{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Fields: []FieldOwners{}}
-	for _, l := range ownershipcore.Blame(obj.Object, ob.entries) {
+	for _, l := range blame.Blame(obj.Object, ob.entries) {
 		if len(l.Owners) == 0 || (o.manager != "" && !owns(l.Owners, o.manager)) {
 			continue
 		}

@@ -1,4 +1,8 @@
-package ownershipcore
+// Package blame is the kubectl-blame view of an object: its YAML, line by
+// line, with the managed fields entries that own what each line shows. A
+// view for people, kept outside the ownership core, which it reads only
+// through its exported types.
+package blame
 
 import (
 	"sort"
@@ -7,11 +11,13 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/ownershipcore"
 )
 
-// BlameLine is one line of an object's YAML with the managed fields entries
+// Line is one line of an object's YAML with the managed fields entries
 // that own what the line shows: the view kubectl-blame gives.
-type BlameLine struct {
+type Line struct {
 	// Text is the YAML line, indented, without a newline.
 	Text string
 	// Path is the field the line shows (a key: value, a key: opening a
@@ -25,7 +31,7 @@ type BlameLine struct {
 	// a map, list or list item owned as a whole (the "." of FieldsV1). A
 	// list item's first line falls back to the item's owners when its own
 	// field has none. In the order of managedFields.
-	Owners ManagedFields
+	Owners ownershipcore.ManagedFields
 }
 
 // Blame renders obj as YAML (sigs.k8s.io/yaml's layout: keys sorted, two
@@ -35,7 +41,7 @@ type BlameLine struct {
 // path elements by key (k:{...}), by value (v:...) or by index (i:N), as
 // the apiserver records them (SSA docs, "Field management"). The result
 // is deterministic for a given object and owners.
-func Blame(obj map[string]interface{}, owners ManagedFields) []BlameLine {
+func Blame(obj map[string]interface{}, owners ownershipcore.ManagedFields) []Line {
 	obj = copyWithoutManagedFields(obj)
 	sets := make([]*fieldpath.Set, len(owners))
 	for i := range owners {
@@ -66,14 +72,14 @@ func copyWithoutManagedFields(obj map[string]interface{}) map[string]interface{}
 }
 
 type blamer struct {
-	owners ManagedFields
-	lines  []BlameLine
+	owners ownershipcore.ManagedFields
+	lines  []Line
 }
 
 // ownersOf: the entries whose set (at the parent) has pe as a member, and
 // each entry's set below pe.
-func (b *blamer) ownersOf(sets []*fieldpath.Set, pe fieldpath.PathElement) (ManagedFields, []*fieldpath.Set) {
-	var own ManagedFields
+func (b *blamer) ownersOf(sets []*fieldpath.Set, pe fieldpath.PathElement) (ownershipcore.ManagedFields, []*fieldpath.Set) {
+	var own ownershipcore.ManagedFields
 	child := make([]*fieldpath.Set, len(sets))
 	for i, s := range sets {
 		if s == nil {
@@ -89,8 +95,8 @@ func (b *blamer) ownersOf(sets []*fieldpath.Set, pe fieldpath.PathElement) (Mana
 	return own, child
 }
 
-func (b *blamer) add(text string, path fieldpath.Path, parent int, own ManagedFields) int {
-	b.lines = append(b.lines, BlameLine{Text: text, Path: path, Parent: parent, Owners: own})
+func (b *blamer) add(text string, path fieldpath.Path, parent int, own ownershipcore.ManagedFields) int {
+	b.lines = append(b.lines, Line{Text: text, Path: path, Parent: parent, Owners: own})
 	return len(b.lines) - 1
 }
 
@@ -118,7 +124,7 @@ func (b *blamer) mapLines(m map[string]interface{}, indent, first string, path f
 
 // value writes head (a key and colon, or "-") and v; it returns the index
 // of the head line.
-func (b *blamer) value(head, indent string, v interface{}, path fieldpath.Path, sets []*fieldpath.Set, parent int, own ManagedFields) int {
+func (b *blamer) value(head, indent string, v interface{}, path fieldpath.Path, sets []*fieldpath.Set, parent int, own ownershipcore.ManagedFields) int {
 	switch v := v.(type) {
 	case map[string]interface{}:
 		if len(v) > 0 {

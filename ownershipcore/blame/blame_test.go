@@ -1,4 +1,4 @@
-package ownershipcore
+package blame
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 func TestBlame(t *testing.T) {
@@ -35,14 +37,14 @@ spec:
 `), &obj); err != nil {
 		t.Fatal(err)
 	}
-	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) Entry {
-		set, err := DecodeFields(&metav1.FieldsV1{Raw: []byte(fields)})
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) ownershipcore.Entry {
+		set, err := ownershipcore.DecodeFields(&metav1.FieldsV1{Raw: []byte(fields)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Entry{ManagerKey: ManagerKey{Manager: manager, Operation: op}, Fields: set}
+		return ownershipcore.Entry{ManagerKey: ownershipcore.ManagerKey{Manager: manager, Operation: op}, Fields: set}
 	}
-	owners := ManagedFields{
+	owners := ownershipcore.ManagedFields{
 		entry("helm", metav1.ManagedFieldsOperationApply, `{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:image":{},"f:args":{}}}}}}}`),
 		entry("hpa", metav1.ManagedFieldsOperationUpdate, `{"f:spec":{"f:replicas":{}}}`),
 		entry("mesh", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:annotations":{".":{},"f:note":{}},"f:finalizers":{"v:\"b.example.com/y\"":{}}},"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"sidecar\"}":{".":{},"f:image":{}},"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"B\"}":{".":{},"f:value":{}}}}}}}}}`),
@@ -60,7 +62,7 @@ spec:
 		t.Fatalf("text:\n%s\nwant:\n%s", got, want)
 	}
 
-	byText := map[string]BlameLine{}
+	byText := map[string]Line{}
 	for _, l := range lines {
 		byText[strings.TrimSpace(l.Text)] = l
 	}
@@ -96,8 +98,8 @@ spec:
 		for _, o := range l.Owners {
 			names = append(names, o.Manager)
 		}
-		if got := strings.Join(names, ","); got != c.owners || FormatPath(l.Path) != c.path {
-			t.Errorf("%q: owners %q path %s, want %q %s", c.line, got, FormatPath(l.Path), c.owners, c.path)
+		if got := strings.Join(names, ","); got != c.owners || ownershipcore.FormatPath(l.Path) != c.path {
+			t.Errorf("%q: owners %q path %s, want %q %s", c.line, got, ownershipcore.FormatPath(l.Path), c.owners, c.path)
 		}
 	}
 	// Parents: a container's later fields sit under its "- " line, which
