@@ -98,9 +98,9 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	applier := &ownershipcore.Applier{
-		Client: mgr.GetClient(), Reader: targets, APIReader: mgr.GetAPIReader(),
-		Schema: schema,
+	applier, err := ownershipcore.NewApplier(mgr.GetClient(), targets, mgr.GetAPIReader(), schema)
+	if err != nil {
+		return err
 	}
 	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
 	tenants := &tenant.Appliers{Manager: applier, Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
@@ -114,7 +114,10 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}
-	podApplier := &ownershipcore.Applier{Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(), Schema: schema}
+	podApplier, err := ownershipcore.NewApplier(mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader(), schema)
+	if err != nil {
+		return err
+	}
 	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: podApplier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Concurrency: opts.Concurrency}
 	if err := ps.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up PodSet controller: %w", err)

@@ -105,6 +105,26 @@ type Applier struct {
 	Schema *Schema
 }
 
+// NewApplier returns an Applier that writes through c, reads live objects
+// through reader (an informer cache, or c itself) and, where a stale read
+// would be wrong, through apiReader (nil: reader), with the types of
+// schema (NewSchema, or NewStaticSchema offline). It fails when c, reader
+// or schema is nil.
+func NewApplier(c client.Client, reader, apiReader client.Reader, schema *Schema) (*Applier, error) {
+	switch {
+	case c == nil:
+		return nil, errors.New("new applier: no client")
+	case reader == nil:
+		return nil, errors.New("new applier: no reader")
+	case schema == nil:
+		return nil, errors.New("new applier: no schema")
+	}
+	if apiReader == nil {
+		apiReader = reader
+	}
+	return &Applier{Client: c, Reader: reader, APIReader: apiReader, Schema: schema}, nil
+}
+
 func (a *Applier) freshReader() client.Reader {
 	if a.APIReader != nil {
 		return a.APIReader

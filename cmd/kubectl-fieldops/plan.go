@@ -287,7 +287,11 @@ func (o *planOptions) planner() (*planner, error) {
 	}
 	// Reads go to the apiserver: no cache, the plan sees the object as it
 	// is now.
-	return &planner{c: c, ns: ns, applier: &ownershipcore.Applier{Client: c, Reader: c, Schema: ownershipcore.NewSchema(dc)}}, nil
+	applier, err := ownershipcore.NewApplier(c, c, c, ownershipcore.NewSchema(dc))
+	if err != nil {
+		return nil, err
+	}
+	return &planner{c: c, ns: ns, applier: applier}, nil
 }
 
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {

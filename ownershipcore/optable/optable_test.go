@@ -243,3 +243,11 @@ func TestRemoveFields(t *testing.T) {
 	}
 	equal(t, "labels", spec["labels"], map[string]interface{}{"x": "1"})
 }
+
+// NewApplier refuses what an Applier cannot work without.
+func TestNewApplier(t *testing.T) {
+	s := newSchema(t)
+	if _, err := ownershipcore.NewApplier(nil, nil, nil, s); err == nil {
+		t.Error("an applier without a client")
+	}
+}

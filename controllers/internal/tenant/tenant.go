@@ -121,7 +121,10 @@ func (p *Appliers) For(account Account) (*ownershipcore.Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", account, err)
 	}
-	a := &ownershipcore.Applier{Client: c, Reader: c, APIReader: c, Schema: p.Manager.Schema}
+	a, err := ownershipcore.NewApplier(c, c, c, p.Manager.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("applier for %s: %w", account, err)
+	}
 	if p.m == nil {
 		p.m = map[Account]*ownershipcore.Applier{}
 	}
