@@ -78,7 +78,7 @@ type Reconciler struct {
 	// written are, per FieldPatch, the resourceVersions it had just before
 	// this process last wrote it (finalizer, status): a cached copy at one
 	// of them is older than our own write (see Reconcile).
-	written sync.Map // types.NamespacedName → []string
+	written sync.Map // types.NamespacedName → ownWrites
 }
 
 // staleRecheck is how soon a reconcile that found the cache behind our own
@@ -94,21 +94,33 @@ func (r *Reconciler) wrote(obj client.Object, before string) {
 	if obj.GetResourceVersion() == before {
 		return
 	}
-	r.writtenAt(obj, before)
+	r.writtenAt(obj, before, obj.GetResourceVersion())
 }
 
-// writtenAt records before as a resourceVersion of obj older than our own
-// last write.
-func (r *Reconciler) writtenAt(obj client.Object, before string) {
+// ownWrites are the resourceVersions of one FieldPatch that this process
+// has written over: every version before one of its writes, and every
+// version its writes produced but the last.
+type ownWrites struct {
+	stale  []string
+	latest string
+}
+
+// writtenAt records a write of obj from resourceVersion before to after.
+func (r *Reconciler) writtenAt(obj client.Object, before, after string) {
 	key := client.ObjectKeyFromObject(obj)
-	var rvs []string
+	var w ownWrites
 	if v, ok := r.written.Load(key); ok {
-		rvs = v.([]string)
+		w = v.(ownWrites)
 	}
-	if len(rvs) >= 4 {
-		rvs = rvs[1:]
+	stale := append([]string{}, w.stale...)
+	stale = append(stale, before)
+	if w.latest != "" && w.latest != after {
+		stale = append(stale, w.latest)
 	}
-	r.written.Store(key, append(append([]string{}, rvs...), before))
+	if len(stale) > 8 {
+		stale = stale[len(stale)-8:]
+	}
+	r.written.Store(key, ownWrites{stale: stale, latest: after})
 }
 
 // behind reports whether the cached obj predates one of our own writes of
@@ -119,7 +131,7 @@ func (r *Reconciler) behind(obj client.Object) bool {
 	if !ok {
 		return false
 	}
-	for _, rv := range v.([]string) {
+	for _, rv := range v.(ownWrites).stale {
 		if rv == obj.GetResourceVersion() {
 			return true
 		}

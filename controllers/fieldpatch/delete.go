@@ -67,6 +67,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	// A copy still holding the finalizer is older than this write: a
+	// reconcile of it (our hand-back's echo on the target) waits for the
+	// cache instead of giving back and removing the finalizer again.
+	r.writtenAt(obj, before.GetResourceVersion(), obj.GetResourceVersion())
 	return ctrl.Result{}, nil
 }
 

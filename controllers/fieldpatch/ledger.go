@@ -63,7 +63,7 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 	r.wrote(fresh, rv)
 	if obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
 		// The cached copy we started from is older too.
-		r.writtenAt(obj, obj.GetResourceVersion())
+		r.writtenAt(obj, obj.GetResourceVersion(), fresh.GetResourceVersion())
 	}
 	return l, nil
 }

@@ -291,6 +291,16 @@ func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipco
 // released too. The ledger forgets what was given back.
 func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldset.Set, manager string) error {
 	ours := owners.Applied(manager)
+	// Recorded fields that left the patch and that the patch does not own
+	// (the apply that would have taken them never happened, a Fail
+	// conflict say, or another manager has taken them since) have nothing
+	// to give back: the record forgets them, so status.previousOwners
+	// lists only what the patch took.
+	owned := fieldset.NewSet()
+	if ours != nil {
+		owned = ours.Fields
+	}
+	ledger.Forget(ledger.Recorded.Difference(intentSet).Difference(owned))
 	if ours == nil {
 		return nil
 	}
