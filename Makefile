@@ -108,6 +108,18 @@ fuzz: control-plane ## Run N random ownership sequences from SEED (test/invarian
 bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).
 	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./test/bench/ ./plugins/host/
 
+# make bench-scale N=1000 (issue 11): one local control plane; the Flux ssa
+# ResourceManager (test/benchscale/flux, its own module) and the fieldops
+# manager binary, one after the other, each adding one env var to N
+# Deployments owned by "helm"; prints converge time, requests per object,
+# CPU, peak RSS and the hand-back, with the ratios. N=50 is a quick check.
+BENCH_SCALE_FLAGS ?=
+
+.PHONY: bench-scale
+bench-scale: control-plane build ## Side-by-side benchmark, Flux ssa ApplyAll vs the fieldops manager on N Deployments (default 1000): make bench-scale N=200 [BENCH_SCALE_FLAGS=-pprof-dir=bin/pprof].
+	cd test/benchscale/flux && go build -o $(LOCALBIN)/benchscale-flux .
+	go run ./test/benchscale -n $(N) -manager $(LOCALBIN)/manager -flux $(LOCALBIN)/benchscale-flux $(BENCH_SCALE_FLAGS)
+
 ##@ Build
 
 .PHONY: build

@@ -66,3 +66,13 @@ func TestFeatureGateHelp(t *testing.T) {
 		}
 	}
 }
+
+// --kubeconfig (controller-runtime's flag, registered before the Go flag
+// set is copied into the manager's) and --pprof-bind-address are accepted:
+// the manager fails on the missing file, not with "unknown flag" (issue 11).
+func TestKubeconfigAndPprofFlags(t *testing.T) {
+	code, stderr := runManagerBinary(t, "--pprof-bind-address=127.0.0.1:0 --kubeconfig=/nonexistent/kubeconfig")
+	if code != 1 || strings.Contains(stderr, "unknown flag") || !strings.Contains(stderr, "/nonexistent/kubeconfig") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 naming /nonexistent/kubeconfig", code, stderr)
+	}
+}

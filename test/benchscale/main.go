@@ -1,0 +1,737 @@
+// Command benchscale is `make bench-scale N=1000` (issue 11): it starts one
+// local control plane (test/localcp) and runs, one after the other on the
+// same kube-apiserver, two managers on the same kind of intent:
+//
+//   - Flux: the ssa ResourceManager's ApplyAll (fluxcd/pkg/ssa, built from
+//     its own module in test/benchscale/flux), a separate process applying
+//     N partial Deployments;
+//   - fieldops: the manager binary (cmd/manager), a separate process, with N
+//     FieldPatches created by this harness.
+//
+// The intent: N Deployments created with Server-Side Apply by the field
+// manager "helm" (a namespace per side), and N partial intents that each add
+// one env var to one Deployment's container. Per side it measures the
+// converge wall time (Flux: ApplyAll returns; fieldops: every FieldPatch
+// Ready, from the first create), requests per object by HTTP method (Flux: a
+// wrapping RoundTripper in its process; fieldops: rest_client_requests_total
+// scraped from its metrics endpoint), manager CPU seconds and peak RSS
+// (VmHWM) from /proc, and kube-apiserver+etcd CPU from /proc; then the
+// fieldops hand-back (delete all N FieldPatches: time until all are gone,
+// requests per object). It prints one table with both sides and the ratios
+// fieldops/Flux. Timings are printed, never asserted: they depend on the
+// machine and what else runs on it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+// The intent both sides apply.
+const (
+	helmManager = "helm"
+	container   = "app"
+	envName     = "FIELDOPS_BENCH"
+	fluxNS      = "bench-flux"
+	fieldopsNS  = "bench-fieldops"
+	warmupNS    = "bench-warmup"
+)
+
+// options are the command's flags.
+type options struct {
+	n            int
+	concurrency  int
+	managerBin   string
+	fluxBin      string
+	logDir       string
+	pprofDir     string
+	pprofSeconds int
+	timeout      time.Duration
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 1000, "Number of Deployments and intents per side.")
+	flag.IntVar(&o.concurrency, "concurrency", 4, "Workers of both managers: fieldops --concurrency and Flux ResourceManager.SetConcurrency (kustomize-controller's --concurrent-ssa default).")
+	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
+	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
+	flag.StringVar(&o.logDir, "log-dir", "", "Where the managers' logs go (default: a new temporary directory, printed).")
+	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, for go tool pprof.")
+	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 20, "Length of the CPU profile with -pprof-dir.")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	r, err := run(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale:", err)
+		os.Exit(1)
+	}
+	r.print(os.Stdout)
+}
+
+// sideResult is one side's converge.
+type sideResult struct {
+	wall     time.Duration
+	requests requestCounts // by method, for all N
+	mgrCPU   float64       // seconds
+	cpCPU    float64       // kube-apiserver + etcd, seconds
+	peakRSS  int64         // KiB
+	applied  int           // Deployments carrying the env var afterwards
+	flux     *fluxResult
+}
+
+// handBack is the fieldops hand-back of all N FieldPatches.
+type handBack struct {
+	wall     time.Duration
+	requests requestCounts
+	mgrCPU   float64
+	cpCPU    float64
+	left     int // Deployments still carrying the env var afterwards
+}
+
+// result is the whole run.
+type result struct {
+	o        options
+	flux     sideResult
+	fieldops sideResult
+	handBack handBack
+	logDir   string
+}
+
+// bench holds what both sides share.
+type bench struct {
+	o          options
+	c          client.WithWatch
+	kubeconfig string
+	cpPIDs     []int
+	logDir     string
+}
+
+func run(o options) (*result, error) {
+	if o.n < 1 {
+		return nil, errors.New("-n must be at least 1")
+	}
+	for _, b := range []*string{&o.managerBin, &o.fluxBin} {
+		abs, err := filepath.Abs(*b)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("%w (make bench-scale builds it)", err)
+		}
+		*b = abs
+	}
+	logDir := o.logDir
+	if logDir == "" {
+		var err error
+		if logDir, err = os.MkdirTemp("", "benchscale-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+
+	cp, err := localcp.Start(localcp.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cp.Stop() }()
+	pids, err := childPIDs("kube-apiserver", "etcd")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := writeKubeconfig(cp, logDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, c: c, kubeconfig: kubeconfig, cpPIDs: []int{pids["kube-apiserver"], pids["etcd"]}, logDir: logDir}
+	res := &result{o: o, logDir: logDir}
+	fmt.Fprintf(os.Stderr, "benchscale: N=%d, logs and kubeconfig in %s\n", o.n, logDir)
+
+	if res.flux, err = b.runFlux(ctx); err != nil {
+		return nil, fmt.Errorf("flux side: %w", err)
+	}
+	// The fieldops target cache watches every Deployment: drop Flux's so it
+	// caches only its own side's.
+	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(fluxNS)); err != nil {
+		return nil, err
+	}
+	if res.fieldops, res.handBack, err = b.runFieldops(ctx); err != nil {
+		return nil, fmt.Errorf("fieldops side: %w", err)
+	}
+	return res, nil
+}
+
+// createDeployments creates namespace ns and N Deployments in it with
+// Server-Side Apply as the field manager "helm".
+func (b *bench) createDeployments(ctx context.Context, ns string, n int) error {
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	return parallel(n, 8, func(i int) error {
+		d := deployment(ns, fmt.Sprintf("bench-%d", i))
+		return b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(d), client.FieldOwner(helmManager), client.ForceOwnership)
+	})
+}
+
+// deployment is a Helm-chart-like Deployment: one container with a port,
+// resources, probes and two env vars.
+func deployment(ns, name string) *unstructured.Unstructured {
+	labels := map[string]any{"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "bench"}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{
+			"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "bench", "app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "bench-1.0.0",
+		}, "annotations": map[string]any{"meta.helm.sh/release-name": "bench", "meta.helm.sh/release-namespace": ns}},
+		"spec": map[string]any{
+			"replicas": int64(2),
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": container, "image": "registry.example/bench:1.0.0",
+					"ports":          []any{map[string]any{"name": "http", "containerPort": int64(8080)}},
+					"env":            []any{map[string]any{"name": "LOG_LEVEL", "value": "info"}, map[string]any{"name": "PORT", "value": "8080"}},
+					"resources":      map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "256Mi"}},
+					"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": "http"}},
+				}}},
+			},
+		},
+	}}
+}
+
+// countApplied counts the Deployments of ns whose container carries the
+// env var.
+func (b *bench) countApplied(ctx context.Context, ns string) (int, error) {
+	var l appsv1.DeploymentList
+	if err := b.c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range l.Items {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if c.Name == container && e.Name == envName {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// fluxResult is the line the Flux side prints after ApplyAll.
+type fluxResult struct {
+	WallSeconds float64        `json:"wallSeconds"`
+	Requests    map[string]int `json:"requests"`
+	DryRun      int            `json:"dryRun"`
+	Actions     map[string]int `json:"actions"`
+	Error       string         `json:"error"`
+}
+
+func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
+	var r sideResult
+	if err := b.createDeployments(ctx, fluxNS, b.o.n); err != nil {
+		return r, err
+	}
+	logf, err := os.Create(filepath.Join(b.logDir, "flux.log"))
+	if err != nil {
+		return r, err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, b.o.fluxBin, "--kubeconfig", b.kubeconfig, "--namespace", fluxNS,
+		"--n", strconv.Itoa(b.o.n), "--concurrency", strconv.Itoa(b.o.concurrency), "--container", container, "--env", envName)
+	cmd.Stderr = logf
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return r, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return r, err
+	}
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		return r, fmt.Errorf("flux side exited before ready (see %s)", logf.Name())
+	}
+	pid := cmd.Process.Pid
+	cpu0, err := cpuOf(pid)
+	if err != nil {
+		return r, err
+	}
+	cp0, err := cpuOf(b.cpPIDs...)
+	if err != nil {
+		return r, err
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		return r, err
+	}
+	if !lines.Scan() {
+		return r, fmt.Errorf("flux side exited during ApplyAll (see %s)", logf.Name())
+	}
+	var fr fluxResult
+	if err := json.Unmarshal(lines.Bytes(), &fr); err != nil {
+		return r, err
+	}
+	if fr.Error != "" {
+		return r, fmt.Errorf("ApplyAll: %s", fr.Error)
+	}
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return r, err
+	}
+	cp1, err := cpuOf(b.cpPIDs...)
+	if err != nil {
+		return r, err
+	}
+	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
+		return r, err
+	}
+	r.wall = time.Duration(fr.WallSeconds * float64(time.Second))
+	r.mgrCPU, r.cpCPU = cpu1-cpu0, cp1-cp0
+	r.requests = requestCounts{}
+	for m, v := range fr.Requests {
+		r.requests[m] = float64(v)
+	}
+	r.flux = &fr
+	r.applied, err = b.countApplied(ctx, fluxNS)
+	return r, err
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// manager is the running fieldops manager process.
+type manager struct {
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	metricsURL string
+	pprofURL   string
+}
+
+func (b *bench) startManager(ctx context.Context) (*manager, error) {
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	probeAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--kubeconfig", b.kubeconfig, "--concurrency", strconv.Itoa(b.o.concurrency),
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr}
+	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics"}
+	if b.o.pprofDir != "" {
+		pprofAddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-bind-address", pprofAddr)
+		m.pprofURL = "http://" + pprofAddr + "/debug/pprof/"
+	}
+	logf, err := os.Create(filepath.Join(b.logDir, "manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	m.cmd = exec.Command(b.o.managerBin, args...)
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	if err := m.cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	m.exited = make(chan struct{})
+	go func() { _ = m.cmd.Wait(); _ = logf.Close(); close(m.exited) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			m.stop()
+			return nil, fmt.Errorf("manager not ready after a minute (see %s)", logf.Name())
+		}
+		select {
+		case <-m.exited:
+			return nil, fmt.Errorf("manager exited (see %s)", logf.Name())
+		case <-ctx.Done():
+			m.stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return m, nil
+}
+
+// stop sends SIGTERM, then SIGKILL after 15 s, and waits for the exit.
+func (m *manager) stop() {
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(15 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	}
+}
+
+// fieldPatch is the intent of Deployment bench-i: one env var.
+func fieldPatch(ns string, i int) *v1alpha1.FieldPatch {
+	fp := &v1alpha1.FieldPatch{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i), Namespace: ns},
+		Spec: v1alpha1.FieldPatchSpec{
+			Target: v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: fmt.Sprintf("bench-%d", i)},
+		},
+	}
+	fp.Spec.Patch.Raw = fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"env":[{"name":%q,"value":"%d"}]}]}}}}`, container, envName, i)
+	return fp
+}
+
+func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
+	var (
+		r sideResult
+		h handBack
+	)
+	if err := b.createDeployments(ctx, fieldopsNS, b.o.n); err != nil {
+		return r, h, err
+	}
+	if err := b.createDeployments(ctx, warmupNS, 1); err != nil {
+		return r, h, err
+	}
+	m, err := b.startManager(ctx)
+	if err != nil {
+		return r, h, err
+	}
+	defer m.stop()
+	pid := m.cmd.Process.Pid
+
+	// Warm up: one FieldPatch on a Deployment elsewhere starts the
+	// manager's Deployment watch, as in a running operator.
+	warm := newTracker(b.c, warmupNS)
+	go warm.run(ctx)
+	if err := b.c.Create(ctx, fieldPatch(warmupNS, 0)); err != nil {
+		return r, h, err
+	}
+	if _, err := warm.wait(ctx, func(ready, present int) bool { return ready == 1 }); err != nil {
+		return r, h, fmt.Errorf("warm-up FieldPatch: %w", err)
+	}
+	before, err := settle(m.metricsURL, 2*time.Second, 20*time.Second)
+	if err != nil {
+		return r, h, err
+	}
+
+	// Converge.
+	t := newTracker(b.c, fieldopsNS)
+	go t.run(ctx)
+	if _, err := t.wait(ctx, func(int, int) bool { return true }); err != nil { // listed and watching
+		return r, h, err
+	}
+	cpu0, err := cpuOf(pid)
+	if err != nil {
+		return r, h, err
+	}
+	cp0, err := cpuOf(b.cpPIDs...)
+	if err != nil {
+		return r, h, err
+	}
+	var profile sync.WaitGroup
+	if m.pprofURL != "" {
+		profile.Go(func() {
+			if err := save(fmt.Sprintf("%sprofile?seconds=%d", m.pprofURL, b.o.pprofSeconds), filepath.Join(b.o.pprofDir, "fieldops-converge-cpu.pb.gz")); err != nil {
+				fmt.Fprintln(os.Stderr, "benchscale: CPU profile:", err)
+			}
+		})
+	}
+	start := time.Now()
+	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
+		return r, h, err
+	}
+	n := b.o.n
+	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
+	if err != nil {
+		return r, h, err
+	}
+	r.wall = done.Sub(start)
+	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
+	if err != nil {
+		return r, h, err
+	}
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return r, h, err
+	}
+	cp1, err := cpuOf(b.cpPIDs...)
+	if err != nil {
+		return r, h, err
+	}
+	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
+		return r, h, err
+	}
+	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
+	if r.applied, err = b.countApplied(ctx, fieldopsNS); err != nil {
+		return r, h, err
+	}
+	profile.Wait()
+	if m.pprofURL != "" {
+		if err := save(m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+		}
+		before, err = settle(m.metricsURL, 2*time.Second, 20*time.Second)
+		if err != nil {
+			return r, h, err
+		}
+	} else {
+		before = after
+	}
+
+	// Hand-back: delete every FieldPatch, until all are gone.
+	if cpu0, err = cpuOf(pid); err != nil {
+		return r, h, err
+	}
+	if cp0, err = cpuOf(b.cpPIDs...); err != nil {
+		return r, h, err
+	}
+	start = time.Now()
+	if err := b.c.DeleteAllOf(ctx, &v1alpha1.FieldPatch{}, client.InNamespace(fieldopsNS)); err != nil {
+		return r, h, err
+	}
+	if done, err = t.wait(ctx, func(ready, present int) bool { return present == 0 }); err != nil {
+		return r, h, err
+	}
+	h.wall = done.Sub(start)
+	if after, err = settle(m.metricsURL, 2*time.Second, 30*time.Second); err != nil {
+		return r, h, err
+	}
+	if cpu1, err = cpuOf(pid); err != nil {
+		return r, h, err
+	}
+	if cp1, err = cpuOf(b.cpPIDs...); err != nil {
+		return r, h, err
+	}
+	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
+	h.left, err = b.countApplied(ctx, fieldopsNS)
+	return r, h, err
+}
+
+// save writes the body of GET url to path.
+func save(url, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// parallel runs f(0) … f(n-1) on workers goroutines and returns the first
+// error.
+func parallel(n, workers int, f func(i int) error) error {
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+					for range next { // drain
+					}
+					return
+				}
+			}
+		})
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case err := <-errs:
+			close(next)
+			wg.Wait()
+			return err
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// tracker follows the FieldPatches of one namespace with a list and a
+// watch: which exist and which are Ready. One watch costs the apiserver far
+// less than polling lists of N objects.
+type tracker struct {
+	c       client.WithWatch
+	ns      string
+	mu      sync.Mutex
+	synced  bool
+	ready   map[string]bool
+	errored error
+}
+
+func newTracker(c client.WithWatch, ns string) *tracker {
+	return &tracker{c: c, ns: ns, ready: map[string]bool{}}
+}
+
+func (t *tracker) set(fp *v1alpha1.FieldPatch) {
+	t.ready[fp.Name] = meta.IsStatusConditionTrue(fp.Status.Conditions, "Ready")
+}
+
+// run lists and watches until ctx ends, re-listing when the watch closes.
+func (t *tracker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		var l v1alpha1.FieldPatchList
+		if err := t.c.List(ctx, &l, client.InNamespace(t.ns)); err != nil {
+			t.fail(err)
+			return
+		}
+		w, err := t.c.Watch(ctx, &v1alpha1.FieldPatchList{}, client.InNamespace(t.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}})
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		t.mu.Lock()
+		t.ready = map[string]bool{}
+		for i := range l.Items {
+			t.set(&l.Items[i])
+		}
+		t.synced = true
+		t.mu.Unlock()
+		for ev := range w.ResultChan() {
+			fp, ok := ev.Object.(*v1alpha1.FieldPatch)
+			if !ok {
+				continue // a watch error (e.g. expired): list again
+			}
+			t.mu.Lock()
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				t.set(fp)
+			case watch.Deleted:
+				delete(t.ready, fp.Name)
+			}
+			t.mu.Unlock()
+		}
+		w.Stop()
+	}
+}
+
+func (t *tracker) fail(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.errored == nil && !errors.Is(err, context.Canceled) {
+		t.errored = err
+	}
+}
+
+// wait returns the time at which cond(ready, present) first held, checked
+// every 50 ms.
+func (t *tracker) wait(ctx context.Context, cond func(ready, present int) bool) (time.Time, error) {
+	for {
+		t.mu.Lock()
+		err, ok := t.errored, false
+		if t.synced {
+			ready := 0
+			for _, r := range t.ready {
+				if r {
+					ready++
+				}
+			}
+			ok = cond(ready, len(t.ready))
+		}
+		t.mu.Unlock()
+		now := time.Now()
+		switch {
+		case err != nil:
+			return now, err
+		case ok:
+			return now, nil
+		}
+		select {
+		case <-ctx.Done():
+			return now, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "benchscale", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, b, 0o600)
+}

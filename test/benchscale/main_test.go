@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fieldops/fieldops/test/localcp"
+)
+
+// TestSmoke runs the whole benchmark with N=5: both binaries build, both
+// sides converge on the same control plane, the table prints. Timings are
+// printed, never asserted. Skipped unless FIELDOPS_BENCHSCALE_SMOKE is set
+// (it builds two binaries and starts a control plane).
+func TestSmoke(t *testing.T) {
+	if os.Getenv("FIELDOPS_BENCHSCALE_SMOKE") == "" {
+		t.Skip("set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50)")
+	}
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	build := func(pkgDir, out string) string {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), ".")
+		cmd.Dir = filepath.Join(root, pkgDir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkgDir, err, b)
+		}
+		return filepath.Join(dir, out)
+	}
+	const n = 5
+	r, err := run(options{n: n, concurrency: 2, managerBin: build("cmd/manager", "manager"),
+		fluxBin: build("test/benchscale/flux", "flux"), logDir: dir, timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r.print(&out)
+	t.Log(out.String())
+	if r.flux.applied != n || r.fieldops.applied != n {
+		t.Errorf("applied: Flux %d, fieldops %d; want %d each", r.flux.applied, r.fieldops.applied, n)
+	}
+	if r.flux.requests.total() == 0 || r.fieldops.requests.total() == 0 || r.handBack.requests.total() == 0 {
+		t.Errorf("no requests counted: Flux %v, fieldops %v, hand-back %v", r.flux.requests, r.fieldops.requests, r.handBack.requests)
+	}
+}

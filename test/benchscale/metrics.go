@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// requestCounts are API requests by HTTP method.
+type requestCounts map[string]float64
+
+func (r requestCounts) total() float64 {
+	var t float64
+	for _, v := range r {
+		t += v
+	}
+	return t
+}
+
+// minus returns r - before, per method.
+func (r requestCounts) minus(before requestCounts) requestCounts {
+	d := requestCounts{}
+	for m, v := range r {
+		if v-before[m] != 0 {
+			d[m] = v - before[m]
+		}
+	}
+	return d
+}
+
+// scrapeRequests reads client-go's rest_client_requests_total (labels code,
+// host, method) from a Prometheus text endpoint and sums it by method.
+func scrapeRequests(url string) (requestCounts, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	counts := requestCounts{}
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		rest, ok := strings.CutPrefix(line, "rest_client_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			return nil, fmt.Errorf("metrics line %q", line)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		method := "?"
+		for _, l := range strings.Split(labels, ",") {
+			if m, ok := strings.CutPrefix(l, `method="`); ok {
+				method = strings.TrimSuffix(m, `"`)
+			}
+		}
+		counts[method] += v
+	}
+	return counts, s.Err()
+}
+
+// settle scrapes until the request total has not moved for quiet (at most
+// max), so requests sent just after the last FieldPatch turned Ready (a
+// final status write, an event) are counted, and returns the last counts.
+func settle(url string, quiet, max time.Duration) (requestCounts, error) {
+	deadline := time.Now().Add(max)
+	last, err := scrapeRequests(url)
+	if err != nil {
+		return nil, err
+	}
+	since := time.Now()
+	for time.Now().Before(deadline) && time.Since(since) < quiet {
+		time.Sleep(250 * time.Millisecond)
+		cur, err := scrapeRequests(url)
+		if err != nil {
+			return nil, err
+		}
+		if cur.total() != last.total() {
+			since = time.Now()
+		}
+		last = cur
+	}
+	return last, nil
+}

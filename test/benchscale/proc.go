@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// procStat returns the command name, parent pid and user+system CPU seconds
+// of pid from /proc/<pid>/stat (proc(5)).
+func procStat(pid int) (comm string, ppid int, cpu float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, 0, err
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	comm = s[open+1 : end]
+	// Fields after the command: state(3) ppid(4) … utime(14) stime(15).
+	f := strings.Fields(s[end+1:])
+	if len(f) < 13 {
+		return "", 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return "", 0, 0, err
+	}
+	utime, err := strconv.ParseFloat(f[11], 64)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	stime, err := strconv.ParseFloat(f[12], 64)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return comm, ppid, (utime + stime) / clockTicks, nil
+}
+
+// cpuSeconds is the user+system CPU time of pid so far, in seconds.
+func cpuSeconds(pid int) (float64, error) {
+	_, _, cpu, err := procStat(pid)
+	return cpu, err
+}
+
+// peakRSSKiB is VmHWM of pid (its peak resident set size) in KiB, from
+// /proc/<pid>/status.
+func peakRSSKiB(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmHWM", pid)
+}
+
+// childPIDs finds the children of this process by command name (envtest
+// starts kube-apiserver and etcd as direct children).
+func childPIDs(names ...string) (map[string]int, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	found := map[string]int{}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		comm, ppid, _, err := procStat(pid)
+		if err != nil || ppid != os.Getpid() || !want[comm] {
+			continue
+		}
+		found[comm] = pid
+	}
+	for _, n := range names {
+		if _, ok := found[n]; !ok {
+			return nil, fmt.Errorf("no child process %q", n)
+		}
+	}
+	return found, nil
+}
+
+// cpuOf sums the CPU seconds of pids.
+func cpuOf(pids ...int) (float64, error) {
+	var sum float64
+	for _, p := range pids {
+		c, err := cpuSeconds(p)
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
+}

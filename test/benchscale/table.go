@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// perObject formats requests per object: the total and each method.
+func perObject(r requestCounts, n int) (total string, byMethod string) {
+	methods := make([]string, 0, len(r))
+	for m := range r {
+		methods = append(methods, m)
+	}
+	slices.Sort(methods)
+	parts := make([]string, 0, len(methods))
+	for _, m := range methods {
+		parts = append(parts, fmt.Sprintf("%s %.2f", m, r[m]/float64(n)))
+	}
+	return fmt.Sprintf("%.2f", r.total()/float64(n)), strings.Join(parts, ", ")
+}
+
+func ratio(fieldops, flux float64) string {
+	if flux == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", fieldops/flux)
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// print writes the side-by-side table, the hand-back line and the row of
+// issue 11's table (for README).
+func (r *result) print(w io.Writer) {
+	n := r.o.n
+	fx, fo, h := r.flux, r.fieldops, r.handBack
+	fmt.Fprintf(w, "\nbench-scale: N=%d Deployments owned by %q, one env var added to each; %d CPUs; workers %d per manager\n",
+		n, helmManager, runtime.NumCPU(), r.o.concurrency)
+	fmt.Fprintf(w, "Flux: fluxcd/pkg/ssa ResourceManager.ApplyAll (actions %v, %d dry-run requests); fieldops: manager binary, N FieldPatches. Logs: %s\n\n", fx.flux.Actions, fx.flux.DryRun, r.logDir)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tFlux ssa ApplyAll\tfieldops\tfieldops/Flux")
+	fmt.Fprintf(tw, "converge wall\t%s\t%s\t%s\n", secs(fx.wall), secs(fo.wall), ratio(fo.wall.Seconds(), fx.wall.Seconds()))
+	fxTotal, fxBy := perObject(fx.requests, n)
+	foTotal, foBy := perObject(fo.requests, n)
+	fmt.Fprintf(tw, "requests per object\t%s\t%s\t%s\n", fxTotal, foTotal, ratio(fo.requests.total(), fx.requests.total()))
+	fmt.Fprintf(tw, "  by method\t%s\t%s\t\n", fxBy, foBy)
+	fmt.Fprintf(tw, "manager CPU\t%.2f s\t%.2f s\t%s\n", fx.mgrCPU, fo.mgrCPU, ratio(fo.mgrCPU, fx.mgrCPU))
+	fmt.Fprintf(tw, "apiserver+etcd CPU\t%.2f s\t%.2f s\t%s\n", fx.cpCPU, fo.cpCPU, ratio(fo.cpCPU, fx.cpCPU))
+	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), ratio(float64(fo.peakRSS), float64(fx.peakRSS)))
+	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
+	_ = tw.Flush()
+	hTotal, hBy := perObject(h.requests, n)
+	fmt.Fprintf(w, "\nhand-back (fieldops, delete all N FieldPatches): %s until all gone, %s requests per object (%s), manager CPU %.2f s, apiserver+etcd CPU %.2f s; %d/%d Deployments keep the env var\n",
+		secs(h.wall), hTotal, hBy, h.mgrCPU, h.cpCPU, h.left, n)
+	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak RSS Flux / fieldops | hand-back of all N |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| %d | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB | %s, %s req/object |\n",
+		n, fx.wall.Seconds(), fo.wall.Seconds(), ratio(fo.wall.Seconds(), fx.wall.Seconds()), fxTotal, foTotal,
+		ratio(fo.mgrCPU, fx.mgrCPU), ratio(fo.cpCPU, fx.cpCPU), mib(fx.peakRSS), mib(fo.peakRSS), secs(h.wall), hTotal)
+}
