@@ -1,5 +1,5 @@
 // Command benchscale is `make bench-scale N=1000` (issue 11): it starts one
-// local control plane (test/localcp) and runs, one after the other on the
+// local control plane (internal/localcp) and runs, one after the other on the
 // same kube-apiserver, two managers on the same kind of intent:
 //
 //   - Flux: the ssa ResourceManager's ApplyAll (fluxcd/pkg/ssa, built from
@@ -55,7 +55,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // The intent both sides apply.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fieldops/fieldops/test/localcp"
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // TestSmoke runs the whole benchmark with N=5: both binaries build, both
