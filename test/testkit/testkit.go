@@ -55,11 +55,14 @@ func (c *WriteCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // Reads returns the GET requests (gets, lists, watches) of paths ending in
 // suffix.
-func (c *WriteCounter) Reads(suffix string) int {
+func (c *WriteCounter) Reads(suffix string) int { return c.count(c.reads, suffix) }
+
+// count sums the counts of m's paths ending in suffix.
+func (c *WriteCounter) count(m map[string]int, suffix string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
-	for p, v := range c.reads {
+	for p, v := range m {
 		if strings.HasSuffix(p, suffix) {
 			n += v
 		}
@@ -68,17 +71,7 @@ func (c *WriteCounter) Reads(suffix string) int {
 }
 
 // Writes returns the writes to paths ending in suffix.
-func (c *WriteCounter) Writes(suffix string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for p, v := range c.byPath {
-		if strings.HasSuffix(p, suffix) {
-			n += v
-		}
-	}
-	return n
-}
+func (c *WriteCounter) Writes(suffix string) int { return c.count(c.byPath, suffix) }
 
 // Obj parses YAML into an unstructured object.
 func Obj(t testing.TB, y string) *unstructured.Unstructured {
