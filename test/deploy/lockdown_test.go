@@ -488,41 +488,44 @@ func waitInventory(t *testing.T, mw *v1alpha1.ManagedWorkload, want map[string]s
 	})
 }
 
-// aggregate does for the built-in role name what kube-controller-manager's
-// clusterrole-aggregation controller does (the test control plane runs no
-// controller-manager, so the built-in roles are empty): the union of the
-// rules of every ClusterRole its aggregationRule selects.
+// aggregate waits until kube-controller-manager's clusterrole-aggregation
+// controller has given the built-in role name the rules of every
+// ClusterRole its aggregationRule selects (the suite runs on the local
+// cluster, which has the controller-manager).
 func aggregate(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
-	cr := &rbacv1.ClusterRole{}
-	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, cr); err != nil {
-		t.Fatal(err)
-	}
-	var all rbacv1.ClusterRoleList
-	if err := k8s.List(ctx, &all); err != nil {
-		t.Fatal(err)
-	}
-	var rs []rbacv1.PolicyRule
-	for _, c := range all.Items {
-		if c.Name == name {
-			continue
+	testkit.Eventually(t, "aggregation of ClusterRole "+name, func() (bool, string) {
+		cr := &rbacv1.ClusterRole{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, cr); err != nil {
+			return false, err.Error()
 		}
-		for _, s := range cr.AggregationRule.ClusterRoleSelectors {
-			sel, err := metav1.LabelSelectorAsSelector(&s)
-			if err != nil {
-				t.Fatal(err)
+		var all rbacv1.ClusterRoleList
+		if err := k8s.List(ctx, &all); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range all.Items {
+			if c.Name == name || cr.AggregationRule == nil {
+				continue
 			}
-			if sel.Matches(labels.Set(c.Labels)) {
-				rs = append(rs, c.Rules...)
+			for _, s := range cr.AggregationRule.ClusterRoleSelectors {
+				sel, err := metav1.LabelSelectorAsSelector(&s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sel.Matches(labels.Set(c.Labels)) {
+					continue
+				}
+				for _, want := range c.Rules {
+					if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, want) }) {
+						return false, fmt.Sprintf("%s lacks a rule of %s: %+v", name, c.Name, want)
+					}
+				}
 				break
 			}
 		}
-	}
-	cr.Rules = rs
-	if err := k8s.Update(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+		return true, ""
+	})
 }
 
 // serviceAccountConfig is a rest config that authenticates as the
