@@ -93,6 +93,8 @@ func Obj(t testing.TB, y string) *unstructured.Unstructured {
 // Kit is a test's own client: the other field managers of a test.
 type Kit struct {
 	Client client.Client
+	// Reconciles counts the manager's reconciles (RunSuite sets it).
+	Reconciles *Reconciles
 }
 
 // ApplyAs applies the YAML object with force under manager.
