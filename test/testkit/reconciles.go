@@ -100,6 +100,18 @@ func (m Mark) Wait(t testing.TB, n int) ReconcileStats {
 	return s
 }
 
+// Idle waits until no reconcile of obj by controller is running (one
+// may still be queued), and returns the object's stats then.
+func (r *Reconciles) Idle(t testing.TB, controller string, obj client.Object) ReconcileStats {
+	t.Helper()
+	var s ReconcileStats
+	Eventually(t, fmt.Sprintf("no reconcile of %s by %s running", client.ObjectKeyFromObject(obj), controller), func() (bool, string) {
+		s = r.Stats(controller, obj)
+		return s.Started == s.Finished, fmt.Sprintf("%+v", s)
+	})
+	return s
+}
+
 // observe takes one log line of a reconcile of key.
 func (r *Reconciles) observe(key reconcileKey, msg string, err error) {
 	started := msg == "Reconciling"

@@ -98,6 +98,10 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	if err := controllers.SetupWith(mgr, setup); err != nil {
 		return fail(err)
 	}
+	targets, err := controllers.TargetReader(mgr)
+	if err != nil {
+		return fail(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -106,7 +110,7 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c, Reconciles: reconciles}})
+	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c, Reconciles: reconciles, Targets: targets}})
 	code := m.Run()
 	cancel()
 	<-done

@@ -95,6 +95,28 @@ type Kit struct {
 	Client client.Client
 	// Reconciles counts the manager's reconciles (RunSuite sets it).
 	Reconciles *Reconciles
+	// Targets reads objects as FieldPatch and ManagedWorkload see their
+	// targets (controllers.TargetReader; RunSuite sets it).
+	Targets client.Reader
+}
+
+// TargetSeen waits until the controllers' target cache (Targets) holds u
+// as the apiserver has it now: a reconcile that starts afterwards reads
+// every change made to u so far.
+func (k Kit) TargetSeen(t testing.TB, u *unstructured.Unstructured) {
+	t.Helper()
+	if k.Targets == nil {
+		t.Fatal("testkit: TargetSeen needs the Kit of RunSuite")
+	}
+	rv := k.Live(t, u).GetResourceVersion()
+	Eventually(t, fmt.Sprintf("the target cache to hold %s %s at %s", u.GetKind(), u.GetName(), rv), func() (bool, string) {
+		seen := &unstructured.Unstructured{}
+		seen.SetGroupVersionKind(u.GroupVersionKind())
+		if err := k.Targets.Get(context.Background(), client.ObjectKeyFromObject(u), seen); err != nil {
+			return false, err.Error()
+		}
+		return seen.GetResourceVersion() == rv, "resourceVersion " + seen.GetResourceVersion()
+	})
 }
 
 // ApplyAs applies the YAML object with force under manager.
@@ -158,11 +180,21 @@ func (k Kit) Get(t testing.TB, o client.Object) {
 	}
 }
 
-// Eventually polls cond every 100 ms for up to 20 s.
+// Eventually polls cond for up to 20 s (see Within).
 func Eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
+	Within(t, 20*time.Second, what, cond)
+}
+
+// Within polls cond for up to d: a test that claims something happens
+// within d ends as soon as it did. The first polls come quickly (10 ms,
+// doubling), then every 100 ms.
+func Within(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
 	var last string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	pause := 10 * time.Millisecond
+	next := func() { time.Sleep(pause); pause = min(2*pause, 100*time.Millisecond) }
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); next() {
 		ok, msg := cond()
 		if ok {
 			return
