@@ -150,8 +150,9 @@ spec:
 
 // e. A manager that retakes a field every second is reported, and our
 // writes stay bounded. The suite's contest backoff unit is contestBase, a
-// fifth of the production one: the manager retakes the field every fifth
-// of a second and the window is 12 units (60 s in production terms).
+// tenth of the production one: the manager retakes the field every fifth
+// of a unit (every second in production terms) and the window is 12 units
+// (60 s).
 func TestContestedFieldBacksOff(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "fp-e")

@@ -29,9 +29,9 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-// contestBase is the suite's unit of the contest backoff: a fifth of
+// contestBase is the suite's unit of the contest backoff: a tenth of
 // ownershipcore.ContestBase, so the tests of contests take seconds.
-const contestBase = ownershipcore.ContestBase / 5
+const contestBase = ownershipcore.ContestBase / 10
 
 func run(m *testing.M) int {
 	return testkit.RunSuite(m, testkit.SuiteOptions{Writes: requests, Plugins: []string{"yield-to-autoscalers", "misbehave"}, ContestBase: contestBase}, func(s *testkit.Suite) {

@@ -229,6 +229,9 @@ func TestMigration(t *testing.T) {
 		}
 		return true, ""
 	})
+	// The objects are migrated before the reconcile writes its status: a
+	// reconcile that started afterwards has written it.
+	reconciled(t, mw)
 	waitReason(t, mw, workload.ReasonApplied)
 	if mw.Status.Mode != workload.ModeServerSideApply {
 		t.Fatalf("mode %q", mw.Status.Mode)

@@ -74,32 +74,6 @@ func keyOf(controller string, obj client.Object) reconcileKey {
 	return reconcileKey{controller, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }
 
-// Mark is a point in the reconciles of one object by one controller.
-type Mark struct {
-	r          *Reconciles
-	controller string
-	obj        client.Object
-	started    int
-}
-
-// Mark returns the point after every reconcile of obj by controller that
-// has started so far.
-func (r *Reconciles) Mark(controller string, obj client.Object) Mark {
-	return Mark{r: r, controller: controller, obj: obj, started: r.Stats(controller, obj).Started}
-}
-
-// Wait waits until n reconciles that started after m have finished, and
-// returns the object's stats then.
-func (m Mark) Wait(t testing.TB, n int) ReconcileStats {
-	t.Helper()
-	var s ReconcileStats
-	Eventually(t, fmt.Sprintf("%d reconcile(s) of %s by %s", n, client.ObjectKeyFromObject(m.obj), m.controller), func() (bool, string) {
-		s = m.r.Stats(m.controller, m.obj)
-		return s.Finished >= m.started+n, fmt.Sprintf("%d of %d finished since the mark (%+v)", s.Finished-m.started, n, s)
-	})
-	return s
-}
-
 // Idle waits until no reconcile of obj by controller is running (one
 // may still be queued), and returns the object's stats then.
 func (r *Reconciles) Idle(t testing.TB, controller string, obj client.Object) ReconcileStats {
