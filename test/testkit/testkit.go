@@ -180,21 +180,18 @@ func (k Kit) Get(t testing.TB, o client.Object) {
 	}
 }
 
-// Eventually polls cond for up to 20 s (see Within).
+// Eventually polls cond every 100 ms for up to 20 s.
 func Eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
 	Within(t, 20*time.Second, what, cond)
 }
 
-// Within polls cond for up to d: a test that claims something happens
-// within d ends as soon as it did. The first polls come quickly (10 ms,
-// doubling), then every 100 ms.
+// Within polls cond every 100 ms for up to d: a test that claims
+// something happens within d ends as soon as it did.
 func Within(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	var last string
-	pause := 10 * time.Millisecond
-	next := func() { time.Sleep(pause); pause = min(2*pause, 100*time.Millisecond) }
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); next() {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		ok, msg := cond()
 		if ok {
 			return
