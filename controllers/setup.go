@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,10 @@ type Options struct {
 	// Concurrency is how many objects each controller reconciles at once
 	// (--concurrency); 0 means 1.
 	Concurrency int
+	// ContestBase is the unit of the contest backoff of FieldPatch and
+	// ManagedWorkload; 0 means ownershipcore.ContestBase. Tests scale it
+	// down.
+	ContestBase time.Duration
 }
 
 // FieldManager is the field manager of fieldops's own writes to its own
@@ -105,12 +110,12 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
 	tenants := &tenant.Appliers{Manager: applier, Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency}
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
 	}
-	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency}
+	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}

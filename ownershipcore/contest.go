@@ -24,8 +24,9 @@ const (
 // are passed in, so callers and tests choose the clock. It is safe for
 // concurrent use.
 type Contests struct {
-	mu sync.Mutex
-	m  map[string]*contest
+	base time.Duration // the backoff unit (Base)
+	mu   sync.Mutex
+	m    map[string]*contest
 }
 
 type contest struct {
@@ -34,8 +35,22 @@ type contest struct {
 	last    time.Time
 }
 
-// NewContests returns an empty tracker.
-func NewContests() *Contests { return &Contests{m: map[string]*contest{}} }
+// NewContests returns an empty tracker with the backoff unit ContestBase.
+func NewContests() *Contests { return NewContestsBase(0) }
+
+// NewContestsBase returns an empty tracker whose backoff unit is base
+// instead of ContestBase (0: ContestBase). ContestMax and ContestWindow
+// stay as they are.
+func NewContestsBase(base time.Duration) *Contests {
+	if base <= 0 {
+		base = ContestBase
+	}
+	return &Contests{base: base, m: map[string]*contest{}}
+}
+
+// Base is the backoff unit: the first backed-off repair waits this long,
+// and a repair holds once it is this old.
+func (c *Contests) Base() time.Duration { return c.base }
 
 // Next says when a repair of drift caused by manager may be written: the
 // zero time means now. It records nothing.
@@ -46,7 +61,7 @@ func (c *Contests) Next(key, manager string, now time.Time) time.Time {
 	if !ok || ct.manager != manager || now.Sub(ct.last) > ContestWindow || ct.repairs == 0 {
 		return time.Time{}
 	}
-	delay := ContestBase << (ct.repairs - 1)
+	delay := c.base << (ct.repairs - 1)
 	if delay > ContestMax || delay <= 0 {
 		delay = ContestMax
 	}
@@ -83,7 +98,7 @@ func (c *Contests) Current(key string, now time.Time) string {
 }
 
 // Settle is called when key's fields hold (no drift): once the last repair
-// is at least ContestBase old, the contest is over and forgotten, and
+// is at least Base old, the contest is over and forgotten, and
 // Settle returns 0. Otherwise it returns how long until the repair counts
 // as held, so the caller can look again then; 0 also when there is no
 // contest.
@@ -94,8 +109,8 @@ func (c *Contests) Settle(key string, now time.Time) time.Duration {
 	if !ok {
 		return 0
 	}
-	if held := now.Sub(ct.last); held < ContestBase {
-		return ContestBase - held
+	if held := now.Sub(ct.last); held < c.base {
+		return c.base - held
 	}
 	delete(c.m, key)
 	return 0

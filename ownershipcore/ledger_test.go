@@ -203,3 +203,32 @@ func TestContests(t *testing.T) {
 		t.Fatal("another manager continued the count")
 	}
 }
+
+// A tracker with a scaled base keeps the schedule's shape: repairs at 0,
+// 1, 3, 7 bases; a repair holds after one base. The default is ContestBase.
+func TestContestsBase(t *testing.T) {
+	if b := ownershipcore.NewContests().Base(); b != ownershipcore.ContestBase {
+		t.Fatalf("default base %v, want ContestBase", b)
+	}
+	const base = 100 * time.Millisecond
+	c := ownershipcore.NewContestsBase(base)
+	t0 := time.Unix(0, 0)
+	var repairs []time.Duration
+	for i := 0; i < 60; i++ {
+		now := t0.Add(time.Duration(i) * base / 5)
+		if c.Next("k", "hpa", now).IsZero() {
+			c.Repaired("k", "hpa", now)
+			repairs = append(repairs, now.Sub(t0))
+		}
+	}
+	if want := []time.Duration{0, base, 3 * base, 7 * base}; !reflect.DeepEqual(repairs, want) {
+		t.Fatalf("repairs at %v, want %v", repairs, want)
+	}
+	last := t0.Add(7 * base)
+	if d := c.Settle("k", last.Add(base/2)); d != base/2 {
+		t.Fatalf("Settle half a base after the repair = %v", d)
+	}
+	if d := c.Settle("k", last.Add(base)); d != 0 || c.Current("k", last.Add(base)) != "" {
+		t.Fatal("a repair that held for the base did not end the contest")
+	}
+}

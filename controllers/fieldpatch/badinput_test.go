@@ -135,7 +135,7 @@ spec:
 				t.Fatalf("managedFields = %v", got)
 			}
 			// Stable: a second look changes nothing.
-			time.Sleep(500 * time.Millisecond)
+			reconciled(t, fp)
 			get(t, fp)
 			if fp.Status.FieldCount != 1 {
 				t.Fatalf("fieldCount = %d after settling", fp.Status.FieldCount)
@@ -149,11 +149,11 @@ spec:
 }
 
 // e. A manager that retakes a field every second is reported, and our
-// writes stay bounded.
+// writes stay bounded. The suite's contest backoff unit is contestBase, a
+// tenth of the production one: the manager retakes the field every fifth
+// of a unit (every second in production terms) and the window is 12 units
+// (60 s).
 func TestContestedFieldBacksOff(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 60 s")
-	}
 	ctx := context.Background()
 	ns := namespace(t, "fp-e")
 	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
@@ -167,17 +167,38 @@ spec:
 `)
 	waitReason(t, fp, "Applied")
 	path := "/namespaces/" + ns + "/deployments/web"
+	every, window := contestBase/5, 12*contestBase
+	// hpa retakes the field every `every` until the checks below are done
+	// (a contest that ended before them would report nothing).
+	stop, failed := make(chan struct{}), make(chan error, 1)
+	defer func() { close(stop); close(failed) }()
 	start := requests.Writes(path)
-	stop := time.Now().Add(60 * time.Second)
-	for i := 0; time.Now().Before(stop); i++ {
-		if err := k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, 10+i%2))), client.FieldOwner("hpa")); err != nil {
-			t.Fatal(err)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			if err := k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, 10+i%2))), client.FieldOwner("hpa")); err != nil {
+				select {
+				case failed <- err:
+				case <-stop:
+				}
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-stop:
+				return
+			}
 		}
-		time.Sleep(time.Second)
+	}()
+	select {
+	case <-time.After(window): // the window the bound is about
+	case err := <-failed:
+		t.Fatal(err)
 	}
 	writes := requests.Writes(path) - start
 	if writes > 6 {
-		t.Fatalf("%d writes in 60 s against a contesting manager, want at most 6", writes)
+		t.Fatalf("%d writes in %v (12 backoff units) against a contesting manager, want at most 6", writes, window)
 	}
 	if writes < 2 {
 		t.Fatalf("%d writes: drift was not repaired at all", writes)
@@ -232,7 +253,6 @@ func gatherContested(t *testing.T) []string {
 // nothing more. Defect 9: the message has the path and the types, no Go
 // internals and no value.
 func TestUnappliablePatchIsTerminal(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t, "fp-terminal")
 	applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
 	target := "/namespaces/" + ns + "/deployments/web"
@@ -273,32 +293,32 @@ spec:
 			hasEvent(t, ns, tc.name, "InvalidPatch", tc.note)
 
 			// Settled: no retry. (The first reconciles are more than one:
-			// the target watch starts and lists.)
-			time.Sleep(2 * time.Second)
+			// the target watch starts and lists.) A reconcile after a
+			// nudge has finished and none is running: every attempt so
+			// far is counted, and no reconcile asked to run again (no
+			// error that is retried, no requeue), so nothing comes back
+			// by itself.
+			reconciled(t, fp)
+			settled := kit.Reconciles.Idle(t, "fieldpatch", fp)
+			if settled.Retries != 0 {
+				t.Errorf("%d reconciles asked for a retry after InvalidPatch, want none (last: %s)", settled.Retries, settled.Last)
+			}
 			attempts, writes := testutil.ToFloat64(failed), requests.Writes(target)
-			time.Sleep(3 * time.Second)
-			if got := testutil.ToFloat64(failed) - attempts; got != 0 {
-				t.Errorf("%v failed applies in 3 s after InvalidPatch, want none (no retry)", got)
+			// One more reconcile, one more attempt, then quiet again:
+			// exactly one attempt (tc.sends writes) per reconcile since
+			// (the nudge's, and any the target watch queued late), and
+			// still no retry.
+			reconciled(t, fp)
+			after := kit.Reconciles.Idle(t, "fieldpatch", fp)
+			n := after.Finished - settled.Finished
+			if got := testutil.ToFloat64(failed) - attempts; got != float64(n) {
+				t.Errorf("%v failed applies in %d reconcile(s) after the annotation, want %d (one each, no retry)", got, n, n)
 			}
-			if got := requests.Writes(target) - writes; got != 0 {
-				t.Errorf("%d writes to the target in 3 s after InvalidPatch, want none", got)
+			if got := requests.Writes(target) - writes; got != tc.sends*n {
+				t.Errorf("%d writes to the target in %d reconcile(s) after the annotation, want %d", got, n, tc.sends*n)
 			}
-			// One more reconcile, one more attempt, then quiet again.
-			get(t, fp)
-			fp.Annotations = map[string]string{"poke": "1"}
-			if err := k8s.Update(ctx, fp); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "the reconcile after the annotation", func() (bool, string) {
-				got := testutil.ToFloat64(failed) - attempts
-				return got >= 1, fmt.Sprintf("%v failed applies", got)
-			})
-			time.Sleep(3 * time.Second)
-			if got := testutil.ToFloat64(failed) - attempts; got != 1 {
-				t.Errorf("%v failed applies after the annotation, want 1 (no retry)", got)
-			}
-			if got := requests.Writes(target) - writes; got != tc.sends {
-				t.Errorf("%d writes to the target after the annotation, want %d", got, tc.sends)
+			if after.Retries != 0 {
+				t.Errorf("%d reconciles asked for a retry, want none (last: %s)", after.Retries, after.Last)
 			}
 			deleteAndWait(t, fp)
 		})

@@ -71,6 +71,9 @@ type Reconciler struct {
 	// Tenancy are the manager-wide tenant settings (default account, own
 	// namespace).
 	Tenancy tenant.Options
+	// ContestBase is the unit of the contest backoff; 0 means
+	// ownershipcore.ContestBase (tests scale it down).
+	ContestBase time.Duration
 
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
@@ -150,7 +153,7 @@ func (r *Reconciler) newObject() v1alpha1.Patcher {
 // SetupWithManager registers the controller, its target index, and the
 // on-demand target watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContests() })
+	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
 	obj, list := client.Object(&v1alpha1.FieldPatch{}), client.ObjectList(&v1alpha1.FieldPatchList{})
 	name := "fieldpatch"
 	if r.Cluster {
@@ -184,7 +187,7 @@ const targetIndex = "fieldops.dev/target"
 // Reconcile: get → delete or finalizer → reconcile → status written once,
 // in the defer.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContests() })
+	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
 	obj := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -175,12 +174,14 @@ func TestDriftRepairedOnlyOnPatchedFields(t *testing.T) {
 	fp := fieldPatch(t, fmt.Sprintf(proxyPatch, "proxy", ns))
 	waitReason(t, fp, "Applied")
 	path := "/namespaces/" + ns + "/daemonsets/aws-node"
-	time.Sleep(time.Second)
+	reconciled(t, fp) // the reconciles after Applied are done
 	n := requests.Writes(path)
 
-	// A field we did not patch: no write.
+	// A field we did not patch: no write, once a reconcile that saw the
+	// change has finished.
 	applyAs(t, "eks", strings.Replace(fmt.Sprintf(daemonSet, ns), "v1.23.1", "v1.23.2", 1))
-	time.Sleep(2 * time.Second)
+	kit.TargetSeen(t, ds)
+	reconciled(t, fp)
 	if got := requests.Writes(path); got != n {
 		t.Fatalf("%d writes after an unrelated change, want 0", got-n)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -112,10 +111,12 @@ spec:
 	if got := testutil.ToFloat64(metrics.PluginFailuresTotal.WithLabelValues("misbehave", "malformed")) - failures; got < 1 {
 		t.Errorf("fieldops_plugin_failures_total{plugin=misbehave,reason=malformed} grew by %v", got)
 	}
-	// The failure is reported once, not rewritten on every reconcile.
-	get(t, fp)
-	rv := fp.ResourceVersion
-	time.Sleep(3 * time.Second)
+	// The failure is reported once, not rewritten on every reconcile:
+	// after the reconciles under way (a first nudge), a reconcile (a
+	// second nudge) leaves the FieldPatch as the nudge left it.
+	reconciled(t, fp)
+	reconciled(t, fp)
+	rv := fp.ResourceVersion // the nudge's answer
 	get(t, fp)
 	if fp.ResourceVersion != rv {
 		t.Errorf("the FieldPatch keeps being written while the plugin fails (resourceVersion %s → %s)", rv, fp.ResourceVersion)

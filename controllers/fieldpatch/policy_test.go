@@ -116,6 +116,8 @@ spec:
 // patch Stalled (kstatus Failed) with reason ContestTimeout naming the
 // contesting manager, so `kubectl wait` and health checks stop waiting;
 // once the manager stops, the repair holds and the patch is Ready again.
+// (contestTimeout is a quarter of the suite's backoff unit: the timeout
+// comes before the backed-off repair.)
 func TestContestTimeoutStalls(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "contest-timeout")
@@ -126,7 +128,7 @@ kind: FieldPatch
 metadata: {name: pin, namespace: `+ns+`}
 spec:
   target: {apiVersion: apps/v1, kind: Deployment, name: web}
-  contestTimeout: 1s
+  contestTimeout: `+(contestBase/4).String()+`
   patch: {spec: {replicas: 4}}
 `)
 	waitReason(t, fp, "Applied")

@@ -150,7 +150,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 		switch {
 		case drifter != "" && r.contests.Repaired(key, drifter, now) >= 2:
 			r.event(obj, corev1.EventTypeWarning, ReasonContested, "field manager %s took patched fields back again; repairs are backed off", ownershipcore.DescribeManager(drifter))
-			requeue = ownershipcore.ContestBase // see whether the repair holds
+			requeue = r.contests.Base() // see whether the repair holds
 		case drifted && drifter != "":
 			r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %s", ownershipcore.DescribeManager(drifter))
 		case drifted:

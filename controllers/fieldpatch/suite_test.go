@@ -29,8 +29,12 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// contestBase is the suite's unit of the contest backoff: a tenth of
+// ownershipcore.ContestBase, so the tests of contests take seconds.
+const contestBase = ownershipcore.ContestBase / 10
+
 func run(m *testing.M) int {
-	return testkit.RunSuite(m, testkit.SuiteOptions{Writes: requests, Plugins: []string{"yield-to-autoscalers", "misbehave"}}, func(s *testkit.Suite) {
+	return testkit.RunSuite(m, testkit.SuiteOptions{Writes: requests, Plugins: []string{"yield-to-autoscalers", "misbehave"}, ContestBase: contestBase}, func(s *testkit.Suite) {
 		restConfig, k8s, kit = s.Config, s.Client, s.Kit
 	})
 }
@@ -109,3 +113,15 @@ func owners(t testing.TB, u *unstructured.Unstructured) map[string][]string {
 }
 
 func deleteAndWait(t testing.TB, o client.Object) { t.Helper(); kit.DeleteAndWait(t, o) }
+
+// reconciled nudges fp (an annotation) and waits until a reconcile that
+// saw the nudge has finished: the signal a check that nothing was written
+// waits for.
+func reconciled(t testing.TB, fp client.Object) testkit.ReconcileStats {
+	t.Helper()
+	name := "fieldpatch"
+	if fp.GetNamespace() == "" {
+		name = "clusterfieldpatch"
+	}
+	return kit.Reconciled(t, name, fp)
+}

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +54,7 @@ func TestBadChangesDeleteNothing(t *testing.T) {
 	})
 	waitReason(t, ps, podset.ReasonPodRejected)
 	kit.HasEvent(t, ns, "db", podset.ReasonPodRejected, "image")
-	time.Sleep(time.Second)
+	kit.Reconciled(t, "podset", ps) // a reconcile of the bad template has finished
 	if after := uids(pods(t, ps)); !reflect.DeepEqual(after, before) {
 		t.Fatalf("pods changed after bad input:\nbefore %v\nafter  %v", before, after)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -168,18 +167,34 @@ spec:
 	kit.HasEvent(t, ns, "terminal", workload.ReasonRejected, `duplicate entries for key [name="DUP"]`)
 	kit.HasEvent(t, ns, "terminal", workload.ReasonRejected, "expected int32, got number")
 
-	// No retry: neither attempts nor writes after the reconcile settled.
-	time.Sleep(2 * time.Second)
+	// No retry: once a reconcile after a nudge has finished and none is
+	// running, no reconcile so far asked to run again (no retried error,
+	// no requeue), so nothing comes back by itself; one more reconcile
+	// costs one attempt of each refused object (and one refused request
+	// for the float) and no more.
+	reconciled(t, mw)
+	settled := kit.Reconciles.Idle(t, "managedworkload", mw)
+	if settled.Retries != 0 {
+		t.Errorf("%d reconciles asked for a retry after Rejected, want none (last: %s)", settled.Retries, settled.Last)
+	}
 	attempts, shared, float := testutil.ToFloat64(failed), objectWrites(ns, "deployments", "shared"), objectWrites(ns, "deployments", "float")
 	if shared != 0 {
 		t.Errorf("%d writes to the Deployment refused locally, want none", shared)
 	}
-	time.Sleep(3 * time.Second)
-	if got := testutil.ToFloat64(failed) - attempts; got != 0 {
-		t.Errorf("%v failed applies in 3 s after Rejected, want none (no retry)", got)
+	reconciled(t, mw)
+	after := kit.Reconciles.Idle(t, "managedworkload", mw)
+	n := after.Finished - settled.Finished
+	if got := testutil.ToFloat64(failed) - attempts; got != float64(2*n) {
+		t.Errorf("%v failed applies in %d reconcile(s), want %d (one per refused object, no retry)", got, n, 2*n)
 	}
-	if got := objectWrites(ns, "deployments", "float") - float; got != 0 {
-		t.Errorf("%d writes in 3 s after Rejected, want none", got)
+	if got := objectWrites(ns, "deployments", "float") - float; got != n {
+		t.Errorf("%d writes to the float Deployment in %d reconcile(s), want %d (no retry)", got, n, n)
+	}
+	if got := objectWrites(ns, "deployments", "shared"); got != 0 {
+		t.Errorf("%d writes to the Deployment refused locally, want none", got)
+	}
+	if after.Retries != 0 {
+		t.Errorf("%d reconciles asked for a retry, want none (last: %s)", after.Retries, after.Last)
 	}
 	kit.DeleteAndWait(t, mw)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,9 @@ type Reconciler struct {
 	Tenants *tenant.Appliers
 	// Tenancy are the manager-wide tenant settings.
 	Tenancy tenant.Options
+	// ContestBase is the unit of the contest backoff; 0 means
+	// ownershipcore.ContestBase (tests scale it down).
+	ContestBase time.Duration
 
 	watches  *watch.Watches
 	contests *ownershipcore.Contests
@@ -76,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.contests = ownershipcore.NewContests()
+	r.contests = ownershipcore.NewContestsBase(r.ContestBase)
 	r.watches, err = watch.New(mgr, c, &v1alpha1.ManagedWorkloadList{}, objectIndex)
 	return err
 }

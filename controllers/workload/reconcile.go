@@ -293,7 +293,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		if drifted {
 			r.drift(p, name, live, o.intent)
 			if drifter != "" && r.contests.Repaired(key, drifter, now) >= 2 {
-				p.after(ownershipcore.ContestBase) // see whether the repair holds
+				p.after(r.contests.Base()) // see whether the repair holds
 				return objErr(ReasonContested, false, "%s: field manager %q took fields of this workload back again; repairs are backed off", name, drifter)
 			}
 		}

@@ -155,6 +155,14 @@ func waitReason(t testing.TB, mw *v1alpha1.ManagedWorkload, reason string) *v1al
 	return mw
 }
 
+// reconciled nudges mw (an annotation) and waits until a reconcile that
+// saw the nudge has finished: the signal a check that nothing was written
+// waits for.
+func reconciled(t testing.TB, mw *v1alpha1.ManagedWorkload) testkit.ReconcileStats {
+	t.Helper()
+	return kit.Reconciled(t, "managedworkload", mw)
+}
+
 // entry returns the inventory entry of index i.
 func entry(t testing.TB, mw *v1alpha1.ManagedWorkload, i int) v1alpha1.InventoryEntry {
 	t.Helper()

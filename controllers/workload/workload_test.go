@@ -113,17 +113,19 @@ func TestKyvernoWebhookServerSideApply(t *testing.T) {
 			t.Fatalf("%s lacks the webhook's annotation or label: %v %v", u.GetKind(), l.GetAnnotations(), l.GetLabels())
 		}
 	}
-	time.Sleep(2 * time.Second) // the last watch events settle
+	// Whatever was under way has finished once a reconcile that saw a
+	// first nudge has; a reconcile of every object after a second nudge
+	// then neither writes nor is admitted: converged, so no later
+	// reconcile will either.
+	reconciled(t, mw)
 	before := objectWrites(ns, "deployments", "web") + objectWrites(ns, "services", "web")
 	calls := webhookCalls.Load()
-	// Nudge the workload so that every object is reconciled again.
-	update(t, mw, func(mw *v1alpha1.ManagedWorkload) { mw.Annotations = map[string]string{"nudge": "1"} })
-	time.Sleep(30 * time.Second)
+	st := reconciled(t, mw)
 	if after := objectWrites(ns, "deployments", "web") + objectWrites(ns, "services", "web"); after != before {
-		t.Fatalf("%d writes to the Deployment and Service in 30 s after convergence, want 0", after-before)
+		t.Fatalf("%d writes to the Deployment and Service in a reconcile after convergence, want 0 (%s)", after-before, st.Last)
 	}
 	if c := webhookCalls.Load(); c != calls {
-		t.Fatalf("%d admissions in 30 s after convergence, want 0", c-calls)
+		t.Fatalf("%d admissions in a reconcile after convergence, want 0 (%s)", c-calls, st.Last)
 	}
 	for _, u := range []*unstructured.Unstructured{dep, svc} {
 		l := kit.Live(t, u)
@@ -142,12 +144,12 @@ func TestKyvernoWebhookLegacyLoops(t *testing.T) {
 		t.Fatalf("mode %q", mw.Status.Mode)
 	}
 	before := objectWrites(ns, "deployments", "web")
-	time.Sleep(15 * time.Second)
-	grew := objectWrites(ns, "deployments", "web") - before
-	if grew < 2 {
-		t.Fatalf("the legacy path wrote %d times in 15 s; want the loop of Strimzi #6938 (every %s)", grew, "5s")
-	}
-	t.Logf("legacy path: %d writes to the Deployment in 15 s (the loop)", grew)
+	var grew int
+	testkit.Within(t, 15*time.Second, "the loop of Strimzi #6938 (a write every 5s)", func() (bool, string) {
+		grew = objectWrites(ns, "deployments", "web") - before
+		return grew >= 2, fmt.Sprintf("the legacy path wrote %d times, want at least 2 in 15 s", grew)
+	})
+	t.Logf("legacy path: %d writes to the Deployment (the loop)", grew)
 	kit.DeleteAndWait(t, mw)
 }
 
@@ -157,14 +159,16 @@ func TestThirdParty(t *testing.T) {
 	ns := kit.Namespace(t, "third-party")
 	mw := newWorkloadNoWait(t, ns, "app", deploymentYAML("app"))
 	waitReason(t, mw, workload.ReasonApplied)
-	time.Sleep(time.Second)
+	reconciled(t, mw) // the reconciles after Applied are done
 	before := objectWrites(ns, "deployments", "app")
+	dep := ref("apps/v1", "Deployment", ns, "app")
 	kit.ApplyAs(t, "cost-tool", fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: app, namespace: %s, labels: {cost-center: "4711"}}}`, ns))
-	time.Sleep(3 * time.Second)
+	// A reconcile that saw the label has finished.
+	kit.TargetSeen(t, dep)
+	reconciled(t, mw)
 	if n := objectWrites(ns, "deployments", "app") - before; n != 0 {
 		t.Fatalf("%d writes after a third party's label, want 0", n)
 	}
-	dep := ref("apps/v1", "Deployment", ns, "app")
 	if kit.Live(t, dep).GetLabels()["cost-center"] != "4711" {
 		t.Fatal("the third party's label is gone")
 	}
@@ -225,6 +229,9 @@ func TestMigration(t *testing.T) {
 		}
 		return true, ""
 	})
+	// The objects are migrated before the reconcile writes its status: a
+	// reconcile that started afterwards has written it.
+	reconciled(t, mw)
 	waitReason(t, mw, workload.ReasonApplied)
 	if mw.Status.Mode != workload.ModeServerSideApply {
 		t.Fatalf("mode %q", mw.Status.Mode)
@@ -392,12 +399,15 @@ func TestIgnorePluginStopsLegacyLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReason(t, mw, workload.ReasonApplied)
-	time.Sleep(2 * time.Second)
+	// After the reconciles under way (a first nudge), a reconcile (a
+	// second) writes nothing: the legacy path's periodic recheck finds
+	// nothing to do either.
+	reconciled(t, mw)
 	before := objectWrites(ns, "deployments", "web")
-	time.Sleep(12 * time.Second)
+	st := reconciled(t, mw)
 	if n := objectWrites(ns, "deployments", "web") - before; n != 0 {
 		kit.Get(t, mw)
-		t.Fatalf("the legacy path wrote %d times in 12 s despite the plugin: %+v", n, mw.Status.Conditions)
+		t.Fatalf("the legacy path wrote %d times in a reconcile despite the plugin (%s): %+v", n, st.Last, mw.Status.Conditions)
 	}
 	if kit.Live(t, ref("apps/v1", "Deployment", ns, "web")).GetAnnotations()[kyvernoAnnotation] != kyvernoPatches {
 		t.Fatal("the webhook's annotation is gone")

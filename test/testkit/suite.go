@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
@@ -31,6 +32,10 @@ type SuiteOptions struct {
 	Writes *WriteCounter
 	// Plugins are example plugins (ExamplePlugins) the manager runs.
 	Plugins []string
+	// ContestBase, if set, replaces ownershipcore.ContestBase, the unit
+	// of the contest backoff, for the FieldPatch and ManagedWorkload
+	// controllers: a test of the backoff then runs in a few seconds.
+	ContestBase time.Duration
 }
 
 // Suite is what a suite's tests use: the control plane's config and the
@@ -46,7 +51,8 @@ type Suite struct {
 // runs the tests, and stops everything in order (the manager before the
 // control plane and its serving certificates). It returns the exit code.
 func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	logger := zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))
+	ctrl.SetLogger(logger)
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
 	cp, err := localcp.Start(opts.ControlPlane)
 	if err != nil {
@@ -61,7 +67,11 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	if opts.Writes != nil {
 		opts.Writes.Wrap(mcfg)
 	}
-	mopts := ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
+	reconciles := &Reconciles{}
+	mopts := ctrl.Options{
+		Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Logger: reconciles.Logger(logger), NewCache: reconciles.NewCache,
+	}
 	if len(opts.Webhooks) > 0 {
 		wo := cp.Env.WebhookInstallOptions
 		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir})
@@ -76,7 +86,7 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	// One worker per controller: the suites' order-sensitive checks assume
 	// it. (The manager's default is 4; test/invariants and the tests of
 	// contests exercise concurrent writers through separate objects.)
-	setup := controllers.Options{Concurrency: 1}
+	setup := controllers.Options{Concurrency: 1, ContestBase: opts.ContestBase}
 	if len(opts.Plugins) > 0 {
 		plugins, stop, err := ExamplePlugins(opts.Plugins...)
 		if err != nil {
@@ -88,8 +98,12 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	if err := controllers.SetupWith(mgr, setup); err != nil {
 		return fail(err)
 	}
+	targets, err := controllers.TargetReader(mgr)
+	if err != nil {
+		return fail(err)
+	}
 	stop := Start(mgr)
-	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c}})
+	ready(&Suite{Config: cp.Config, Client: c, Kit: Kit{Client: c, Reconciles: reconciles, Targets: targets}})
 	code := m.Run()
 	stop()
 	return code

@@ -86,6 +86,30 @@ func Obj(t testing.TB, y string) *unstructured.Unstructured {
 // Kit is a test's own client: the other field managers of a test.
 type Kit struct {
 	Client client.Client
+	// Reconciles counts the manager's reconciles (RunSuite sets it).
+	Reconciles *Reconciles
+	// Targets reads objects as FieldPatch and ManagedWorkload see their
+	// targets (controllers.TargetReader; RunSuite sets it).
+	Targets client.Reader
+}
+
+// TargetSeen waits until the controllers' target cache (Targets) holds u
+// as the apiserver has it now: a reconcile that starts afterwards reads
+// every change made to u so far.
+func (k Kit) TargetSeen(t testing.TB, u *unstructured.Unstructured) {
+	t.Helper()
+	if k.Targets == nil {
+		t.Fatal("testkit: TargetSeen needs the Kit of RunSuite")
+	}
+	rv := k.Live(t, u).GetResourceVersion()
+	Eventually(t, fmt.Sprintf("the target cache to hold %s %s at %s", u.GetKind(), u.GetName(), rv), func() (bool, string) {
+		seen := &unstructured.Unstructured{}
+		seen.SetGroupVersionKind(u.GroupVersionKind())
+		if err := k.Targets.Get(context.Background(), client.ObjectKeyFromObject(u), seen); err != nil {
+			return false, err.Error()
+		}
+		return seen.GetResourceVersion() == rv, "resourceVersion " + seen.GetResourceVersion()
+	})
 }
 
 // ApplyAs applies the YAML object with force under manager.
@@ -152,8 +176,15 @@ func (k Kit) Get(t testing.TB, o client.Object) {
 // Eventually polls cond every 100 ms for up to 20 s.
 func Eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
+	Within(t, 20*time.Second, what, cond)
+}
+
+// Within polls cond every 100 ms for up to d: a test that claims
+// something happens within d ends as soon as it did.
+func Within(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
 	var last string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		ok, msg := cond()
 		if ok {
 			return
