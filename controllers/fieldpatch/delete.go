@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 			return r.deleteFailed(obj, tenant.Explain(account, err))
 		}
 	}
-	r.contests.Forget(string(obj.GetUID()))
+	r.contests.Forget(contestKey(obj, obj.PatchStatus().TargetUID))
 	before := obj.DeepCopyObject().(client.Object)
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {

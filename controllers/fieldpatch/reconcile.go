@@ -94,7 +94,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	// repair, unless that manager keeps taking them back, then back off.
 	// Another fieldops object is never fought: that is a configuration
 	// conflict for people to settle.
-	key, now := string(obj.GetUID()), time.Now()
+	key, now := contestKey(obj, string(live.GetUID())), time.Now()
+	if old := st.TargetUID; old != "" && old != string(live.GetUID()) {
+		r.contests.Forget(contestKey(obj, old)) // the contest was over an object that is gone
+	}
 	drifter, drifted := "", false
 	if st.LastAppliedTime != nil && st.ObservedGeneration == gen {
 		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager, yieldsTo(spec)); err != nil {
@@ -229,6 +232,12 @@ func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownership
 	}
 	left := r.contested(obj, manager, msg, time.Now())
 	return ctrl.Result{RequeueAfter: left}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
+}
+
+// contestKey names the contest over one target: a recreated target (a new
+// UID) starts with none, whatever happened to the object it replaces.
+func contestKey(obj v1alpha1.Patcher, targetUID string) string {
+	return string(obj.GetUID()) + "/" + targetUID
 }
 
 // DefaultContestTimeout is spec.contestTimeout's default.

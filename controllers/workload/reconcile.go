@@ -237,7 +237,11 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	// Drift since our last apply, caused by another manager: repair it,
 	// unless that manager keeps taking the fields back (then back off), or
 	// is another fieldops object (then never: report it).
+	// One contest per object: a recreated object (new UID) starts with none.
 	key, now := string(p.mw.UID)+"/"+o.key, time.Now()
+	if live != nil {
+		key += "/" + string(live.GetUID())
+	}
 	drifter, drifted := "", false
 	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.mw.Status.ObservedGeneration == p.mw.Generation {
 		drifter, drifted = r.drifter(live, o.intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
