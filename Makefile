@@ -202,7 +202,7 @@ bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
 ##@ Tools
 
 .PHONY: control-plane
-control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) $(KWOK) ## Build the local cluster from pinned modules (once; ~16 CPU-minutes: 8-16 min on 2 cores).
+control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) $(KWOK) ## Build the local cluster from pinned modules (once; about 8 min on 2 cores).
 
 # One `go build` for the three Kubernetes commands: their shared packages
 # compile once. Built into a temporary directory and renamed, so an
