@@ -1,6 +1,7 @@
 package ownershipcore
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -121,4 +122,16 @@ func (c *Contests) Forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, key)
+}
+
+// ForgetPrefix drops every key that starts with prefix: the contests of
+// one fieldops object over all its targets ("<UID>/").
+func (c *Contests) ForgetPrefix(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.m, k)
+		}
+	}
 }

@@ -232,3 +232,20 @@ func TestContestsBase(t *testing.T) {
 		t.Fatal("a repair that held for the base did not end the contest")
 	}
 }
+
+// ForgetPrefix ends every contest of one fieldops object, and no other.
+func TestContestsForgetPrefix(t *testing.T) {
+	c := ownershipcore.NewContests()
+	now := time.Unix(0, 0)
+	for _, k := range []string{"uid-a/x", "uid-a/y", "uid-b/x"} {
+		c.Repaired(k, "hpa", now)
+		c.Repaired(k, "hpa", now)
+	}
+	c.ForgetPrefix("uid-a/")
+	if c.Current("uid-a/x", now) != "" || c.Current("uid-a/y", now) != "" {
+		t.Error("uid-a's contests are left")
+	}
+	if c.Current("uid-b/x", now) != "hpa" {
+		t.Error("uid-b's contest was forgotten")
+	}
+}

@@ -170,5 +170,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 	if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	r.contests.ForgetPrefix(string(mw.UID) + "/") // its contests end with it
 	return ctrl.Result{}, nil
 }
