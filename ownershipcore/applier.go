@@ -48,6 +48,13 @@ type ApplyOptions struct {
 	// object as it would be, without storing it. Result.Action is then
 	// Created, Configured or Unchanged as the real apply would have been.
 	DryRun bool
+	// Live is the object as the caller read it in the same decision (a
+	// reconcile's own read of the target), used instead of reading it
+	// again: the decision and the apply then see one version, and a
+	// reader that is no cache (an account's impersonating client) is asked
+	// once per reconcile, not twice. Nil: Apply reads it through Reader.
+	// A caller that wrote to the object since must leave it nil.
+	Live *unstructured.Unstructured
 }
 
 // ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
@@ -147,9 +154,11 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	if err != nil {
 		return Result{}, err
 	}
-	live, err := a.live(ctx, intent)
-	if err != nil {
-		return Result{}, err
+	live := opts.Live
+	if live == nil {
+		if live, err = a.live(ctx, intent); err != nil {
+			return Result{}, err
+		}
 	}
 	if opts.UID != "" && (live == nil || live.GetUID() != opts.UID) {
 		return Result{}, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)

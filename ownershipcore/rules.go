@@ -3,7 +3,6 @@ package ownershipcore
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -148,37 +147,6 @@ func (r ManagerRules) Resolve(ctx context.Context, obj *unstructured.Unstructure
 		out[i] = got[j]
 	}
 	return out, nil
-}
-
-// ParseOperation reads an operation name as the API spells it ("Apply",
-// "Update"; "" for any); anything else is an error.
-func ParseOperation(s string) (metav1.ManagedFieldsOperationType, error) {
-	switch op := metav1.ManagedFieldsOperationType(s); op {
-	case "", metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate:
-		return op, nil
-	}
-	return "", fmt.Errorf("operation %q is not Apply or Update", s)
-}
-
-// describeMatches prints ms for messages: "a", "b (Update)".
-func describeMatches(ms []ManagerMatch) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = m.String()
-	}
-	return strings.Join(parts, ", ")
-}
-
-// String prints the rules for messages and logs.
-func (r ManagerRules) String() string {
-	var parts []string
-	if len(r.YieldTo) > 0 {
-		parts = append(parts, "yieldTo "+describeMatches(r.YieldTo))
-	}
-	if len(r.ForceOver) > 0 {
-		parts = append(parts, "forceOver "+describeMatches(r.ForceOver))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // Drift narrows diff (fields of live that differ from an intent, as

@@ -88,13 +88,6 @@ func FirstApplyOverClientSideApply(live *unstructured.Unstructured, manager stri
 	if live == nil {
 		return false
 	}
-	if _, ok := live.GetAnnotations()[LastAppliedAnnotation]; !ok {
-		return false
-	}
-	for _, e := range live.GetManagedFields() {
-		if e.Manager == manager {
-			return false
-		}
-	}
-	return true
+	_, ok := live.GetAnnotations()[LastAppliedAnnotation]
+	return ok && !HasManager(live, manager)
 }

@@ -86,7 +86,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if ledger, err = r.recordOwners(ctx, obj, ledger, live, intent, owners, present, intentSet, manager); err != nil {
 		return r.fail(obj, err)
 	}
-	if err := r.giveBackDropped(ctx, applier, obj, ref, live, owners, ledger, intentSet, manager); err != nil {
+	// What the apply starts from: the target as read, or as the hand-back
+	// of dropped fields left it.
+	current, err := r.giveBackDropped(ctx, applier, obj, ref, live, owners, ledger, intentSet, manager)
+	if err != nil {
 		return r.fail(obj, tenant.Explain(account, err))
 	}
 
@@ -120,7 +123,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if err != nil {
 		return r.fail(obj, err)
 	}
-	res, err := applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID()})
+	res, err := applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), Live: current})
 	err = tenant.Explain(account, err)
 	r.observe(ref.GetKind(), res, err, drifter)
 	var conflictErr *ownershipcore.ConflictError
@@ -297,8 +300,10 @@ func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipco
 // would: HandBack moves them to their previous owners, Relinquish and
 // Orphan release them without an owner; values stay. Without this the
 // next apply would remove them. Under Orphan, dropped added fields are
-// released too. The ledger forgets what was given back.
-func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldset.Set, manager string) error {
+// released too. The ledger forgets what was given back. The patch starts
+// from live (guarded by its resourceVersion); it returns the object the
+// patch left, or live when it sent nothing.
+func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldset.Set, manager string) (*unstructured.Unstructured, error) {
 	ours := owners.Applied(manager)
 	// Recorded fields that left the patch and that the patch does not own
 	// (the apply that would have taken them never happened, a Fail
@@ -311,30 +316,32 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore
 	}
 	ledger.Forget(ledger.Recorded.Difference(intentSet).Difference(owned))
 	if ours == nil {
-		return nil
+		return live, nil
 	}
 	policy := obj.PatchSpec().DeletionPolicy
 	dropped := patchintent.Dropped(ours, intentSet, ledger, policy)
 	if dropped.Leaves().Empty() {
-		return nil
+		return live, nil
 	}
 	target := ref.DeepCopy()
 	target.SetUID(live.GetUID())
 	var given *fieldset.Set
+	var after *unstructured.Unstructured
 	var err error
 	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
-		given, err = applier.HandBack(ctx, target, manager, ledger.Previous(dropped))
+		given, after, err = applier.HandBackFrom(ctx, target, live, manager, ledger.Previous(dropped))
 	} else {
-		given, err = applier.Release(ctx, target, manager, dropped)
+		given, after, err = applier.ReleaseFrom(ctx, target, live, manager, dropped)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ledger.Forget(dropped)
-	if !given.Empty() {
-		r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(policy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
+	if after == nil {
+		return live, nil
 	}
-	return nil
+	r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(policy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
+	return after, nil
 }
 
 func policyOrDefault(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {

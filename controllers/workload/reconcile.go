@@ -257,6 +257,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
 		FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
+		Live: live, // the read the drift check decided on; nothing wrote since
 	})
 	err = tenant.Explain(p.account, err)
 	for _, c := range res.Forced {

@@ -94,7 +94,7 @@ func TestHandBackPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.must(forceApplyAs(fo, tc.patch))
-			valuesAfter := runtime.DeepCopyJSONValue(o.field("spec")) // a hand-back changes owners, never values
+			taken := runtime.DeepCopyJSONValue(o.field("spec"))
 			current, err := ownershipcore.Owners(o.live)
 			if err != nil {
 				t.Fatal(err)
@@ -103,12 +103,32 @@ func TestHandBackPlan(t *testing.T) {
 			o.setManagedFields(plan)
 			equal(t, "owners after hand-back", o.owners(), tc.want)
 			// Idempotent: planned again, nothing moves.
-			if again, _ := ownershipcore.Owners(o.live); true {
-				if _, m := ownershipcore.HandBackPlan(again, fo, previous); !m.Empty() {
-					t.Errorf("a second hand-back moves %v", ownershipcore.FormatSet(m))
+			again, err := ownershipcore.Owners(o.live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, m := ownershipcore.HandBackPlan(again, fo, previous); !m.Empty() {
+				t.Errorf("a second hand-back moves %v", ownershipcore.FormatSet(m))
+			}
+			// Then fieldops relinquishes (an empty apply, as deletion
+			// does): the field manager removes what fieldops alone still
+			// owns (what it added) and keeps what went back, with the
+			// values fieldops set.
+			o.must(applyAs(fo, `{}`))
+			want := map[string][]string{}
+			for p, owners := range tc.want {
+				var rest []string
+				for _, m := range owners {
+					if m != fo+"/Apply" {
+						rest = append(rest, m)
+					}
+				}
+				if rest != nil {
+					want[p] = rest
 				}
 			}
-			equal(t, "values", o.field("spec"), valuesAfter)
+			equal(t, "owners after the empty apply", o.owners(), want)
+			equal(t, "replicas after the empty apply", o.field("spec", "replicas"), taken.(map[string]interface{})["replicas"])
 		})
 	}
 }

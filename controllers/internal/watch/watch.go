@@ -196,16 +196,6 @@ func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructure
 	w.wrote[t][client.ObjectKeyFromObject(referrer)] = target.GetResourceVersion()
 }
 
-// Referrers returns how many referrers hold references (for tests).
-func (w *Watches) Referrers() int {
-	if w == nil {
-		return 0
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.refs)
-}
-
 // TargetChanged implements targetcache.Sink: it queues every List item
 // whose Index holds t's Key, but not a referrer whose own write left t at
 // rv (see Wrote).
