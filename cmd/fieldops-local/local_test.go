@@ -38,6 +38,7 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error
 // it created, metrics and probe URLs that answer, and every sample of
 // config/samples goes Ready, the PodSet's pods Running on the kwok node.
 func TestLocalMode(t *testing.T) {
+	t.Parallel() // with TestNoOrphans' cases: each runs its own fieldops-local
 	l := startLocal(t)
 	defer func() {
 		_ = l.cmd.Process.Signal(syscall.SIGTERM)

@@ -189,6 +189,7 @@ func (l *local) checkClean(t *testing.T, within time.Duration) {
 // Process hygiene (issue 12, part 3): whichever way fieldops-local ends,
 // no process it started survives it and it leaves no temporary files.
 func TestNoOrphans(t *testing.T) {
+	t.Parallel()
 	// Orphans are reparented to this process, which reaps them, rather
 	// than to a PID 1 that may not.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -205,6 +206,9 @@ func TestNoOrphans(t *testing.T) {
 		{"SIGTERM then SIGKILL", []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case is its own fieldops-local (free ports, its own
+			// TMPDIR, children found by parent pid): they run at once.
+			t.Parallel()
 			l := startLocal(t)
 			for _, sig := range c.signals {
 				if err := l.cmd.Process.Signal(sig); err != nil {

@@ -17,6 +17,7 @@ import (
 // made FieldPatches that could never be deleted), and accepts the
 // unusual names it does serve.
 func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-admission")
 	long := strings.Repeat("a", 254)
 	for _, tc := range []struct {

@@ -20,6 +20,7 @@ import (
 
 // g. Each kind of bad input gets its own reason in status and an event.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-g")
 	applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
 	applyAs(t, "helm", fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: %s, labels: {tier: web}}, data: {a: "1", b: "2"}}`, ns))
@@ -90,6 +91,7 @@ spec:
 
 // g. A missing target: Ready=False, applied when it appears.
 func TestMissingTargetAppliedWhenItAppears(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-g-missing")
 	fp := fieldPatch(t, fmt.Sprintf(proxyPatch, "early", ns))
 	waitReason(t, fp, "TargetNotFound")
@@ -100,6 +102,7 @@ func TestMissingTargetAppliedWhenItAppears(t *testing.T) {
 
 // g. Names long enough to exceed 128 characters in a manager name.
 func TestLongNames(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-long-"+strings.Repeat("n", 55))
 	name := strings.Repeat("p", 200)
 	applyAs(t, "eks", fmt.Sprintf(daemonSet, ns))
@@ -113,6 +116,7 @@ func TestLongNames(t *testing.T) {
 
 // The other patch types: their changed fields are applied and handed back.
 func TestPatchTypes(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-types")
 	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
 	for _, tc := range []struct{ typ, patch, label string }{
@@ -329,6 +333,7 @@ spec:
 // note may have (300 conflicting fields) is still reported as an event,
 // its note truncated; the condition keeps the whole message.
 func TestHugeFailureStillProducesEvent(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-huge")
 	var theirs, ours strings.Builder
 	for i := 0; i < 300; i++ {

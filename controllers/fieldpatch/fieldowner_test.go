@@ -13,6 +13,7 @@ import (
 // recorded in its managedFields under the field manager "fieldops", not
 // under the client's generic default (the binary's name, "manager").
 func TestOwnWritesUnderFieldManagerFieldops(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-owner")
 	applyAs(t, "eks", fmt.Sprintf(daemonSet, ns))
 	fp := fieldPatch(t, fmt.Sprintf(proxyPatch, "proxy", ns))

@@ -50,6 +50,7 @@ spec:
 // a. Adding an env var leaves the other Apply manager's fields alone and
 // status lists exactly the patched fields.
 func TestAddEnvKeepsOtherManagersFields(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-a")
 	ds := applyAs(t, "eks", fmt.Sprintf(daemonSet, ns))
 	before := owners(t, live(t, ds))
@@ -94,6 +95,7 @@ spec:
 // on delete, values stay, added fields go; an interrupted deletion
 // finishes without handing back twice.
 func TestDeleteHandsBackEachFieldToItsOwner(t *testing.T) {
+	t.Parallel()
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("interrupted=%v", interrupted), func(t *testing.T) {
 			ctx := context.Background()
@@ -168,6 +170,7 @@ spec:
 
 // d. Drift on a patched field is repaired; a change elsewhere costs no write.
 func TestDriftRepairedOnlyOnPatchedFields(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "fp-d")
 	ds := applyAs(t, "eks", fmt.Sprintf(daemonSet, ns))
@@ -210,6 +213,7 @@ func envOf(t testing.TB, u *unstructured.Unstructured) map[string]interface{} {
 
 // f. Fail writes nothing and names the manager and path; Yield applies the rest.
 func TestConflictPolicies(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-f")
 	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
 	patch := `
@@ -252,6 +256,7 @@ spec:
 // h. Two patches on different fields coexist; on one field the second
 // reports the conflict unless it forces.
 func TestTwoPatchesOnOneObject(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-h")
 	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
 	p := `
@@ -290,6 +295,7 @@ spec:
 // With one manager per patch, removing one never loses the other's fields
 // (the selector in the proposal's demo).
 func TestSharedServiceKeepsOtherPatchFields(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-i")
 	svc := applyAs(t, "creator", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"gw","namespace":"`+ns+`"},"spec":{"ports":[{"name":"http","port":80}]}}`)
 	p := `

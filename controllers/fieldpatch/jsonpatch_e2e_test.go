@@ -117,6 +117,7 @@ func holdsUnderReconciles(t *testing.T, fp *v1alpha1.FieldPatch, d *unstructured
 // stall, drift on the patch's other fields and inside the appended item is
 // repaired, and deletion removes the item.
 func TestJSONPatchAppendHolds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "fp-json-append")
 	d := applyAs(t, "helm", fmt.Sprintf(jsonTargetDeployment, ns))
@@ -158,6 +159,7 @@ func TestJSONPatchAppendHolds(t *testing.T) {
 // Issue 15, defect 3: add at "-" of an atomic list (tolerations, one field
 // for SSA) applies once and holds.
 func TestJSONPatchAppendToAtomicListHolds(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-json-atomic")
 	d := applyAs(t, "helm", fmt.Sprintf(jsonTargetDeployment, ns))
 	fp := jsonFieldPatch(t, ns, "tolerate", `[
@@ -178,6 +180,7 @@ func TestJSONPatchAppendToAtomicListHolds(t *testing.T) {
 // Issue 15, defect 3: copy to a key and copy into a list apply once and
 // hold.
 func TestJSONPatchCopyHolds(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-json-copy")
 	d := applyAs(t, "helm", fmt.Sprintf(jsonTargetDeployment, ns))
 	fp := jsonFieldPatch(t, ns, "copy", `[
@@ -203,6 +206,7 @@ func TestJSONPatchCopyHolds(t *testing.T) {
 // application only; afterwards the value is the patch's own, and drift on
 // it is repaired instead of failing the test.
 func TestJSONPatchTestThenReplaceHolds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "fp-json-test")
 	d := applyAs(t, "helm", fmt.Sprintf(jsonTargetDeployment, ns))

@@ -62,6 +62,7 @@ func stringMap(u *unstructured.Unstructured, path ...string) map[string]string {
 // before the patch; Relinquish removes only the fields the patch added,
 // Orphan leaves every value.
 func TestDeletionPoliciesKeepTakenValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy string
 		data   map[string]string
@@ -118,6 +119,7 @@ spec:
 // Defect 4: a previous owner that removes a field, or lets go of a field it
 // shared, gets nothing back at deletion: the field counts as added.
 func TestOwnerThatLetGoGetsNothingBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("removed", func(t *testing.T) {
 		ns := namespace(t, "fp-letgo-removed")
@@ -179,6 +181,7 @@ spec:
 // Defect 11: a taken field that leaves an Apply patch goes back to its
 // previous owner with its value, as at deletion.
 func TestDroppedFieldGoesBack(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-drop")
 	cm := sharedConfigMap(t, ns)
 	fp := fieldPatch(t, cmPatch("edit", ns, "HandBack", `{data: {a: A, u: U, x: X}}`))
@@ -216,6 +219,7 @@ func TestDroppedFieldGoesBack(t *testing.T) {
 // Defect 7: a write to the target is conditional on its UID, so a drift
 // repair racing the target's deletion never recreates it.
 func TestDeletedTargetIsNeverRecreated(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "fp-recreate")
 	fp := fieldPatch(t, cmPatch("race", ns, "HandBack", `{data: {p: patched}}`))
@@ -301,6 +305,7 @@ func events(t *testing.T, ns, name string) []string {
 // Defect 8: an edit that starts forcing a field another manager owns is an
 // apply: nobody is blamed for drift or contest.
 func TestEditTakingAFieldBlamesNobody(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "fp-blame")
 	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
@@ -378,6 +383,7 @@ spec:
 // Defect 2, FieldPatch side: two FieldPatches that want one field do not
 // write in turn; the one that lost names the other.
 func TestFieldPatchesDoNotFight(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-nofight")
 	d := applyAs(t, "helm", fmt.Sprintf(hpaDeployment, ns))
 	p := `
@@ -426,6 +432,7 @@ spec:
 
 // Defect 12: a patch that never wrote is deleted at once.
 func TestNeverWrittenPatchIsDeleted(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "fp-neverwrote")
 	fp := fieldPatch(t, cmPatch("early", ns, "HandBack", `{data: {a: A}}`))
 	waitReason(t, fp, "TargetNotFound")

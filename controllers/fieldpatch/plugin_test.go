@@ -44,6 +44,7 @@ spec:
 // contesting spec.replicas with the "hpa" Update manager and the pod
 // template with an Apply manager yields the replicas and forces the rest.
 func TestConflictPluginYieldsToAutoscaler(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "plugin-yield")
 	d := apiDeployment(t, ns, "hpa", 7)
 	fp := fieldPatch(t, fmt.Sprintf(`

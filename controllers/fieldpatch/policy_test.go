@@ -22,6 +22,7 @@ func configMapData(t *testing.T, ns, name string) map[string]string {
 // even under conflictPolicy Fail; a conflict with any other manager still
 // fails the whole apply, naming that manager, and nothing is written.
 func TestForceOverUnderFail(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "force-over")
 	applyAs(t, "ci-bot", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {a: ci}}", ns))
 	applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {b: helm}}", ns))
@@ -73,6 +74,7 @@ spec:
 // applied is that manager's: no repair, no contest, and the patch reports
 // it no longer owns it. A manager not named is still repaired.
 func TestYieldToLeavesTakenFields(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "yield-to")
 	applyAs(t, "owner", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {a: owner, b: owner}}", ns))
 	fp := fieldPatch(t, `

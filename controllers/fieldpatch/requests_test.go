@@ -20,6 +20,7 @@ import (
 // (checked on its answer; a fresh read first when nothing was patched),
 // the finalizer, and one event.
 func TestRequestsPerFieldPatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		patch         string

@@ -58,6 +58,7 @@ spec:
 // neither raise its quota nor widen a Role past its own rights, because
 // every write impersonates its ServiceAccount.
 func TestTenantCannotEscalate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := tenantNamespace(t, "fp-tenant-esc")
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns},
@@ -108,6 +109,7 @@ func TestTenantCannotEscalate(t *testing.T) {
 // A tenant patches what its account may patch: applied, and handed back
 // on deletion through the same account.
 func TestTenantPatchesWhatItMay(t *testing.T) {
+	t.Parallel()
 	ns := tenantNamespace(t, "fp-tenant-ok")
 	cm := applyAs(t, "base", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"`+ns+`"},"data":{"a":"1"}}`)
 	fp := tenantPatch(t, ns, "tune", "sa", `{apiVersion: v1, kind: ConfigMap, name: app}`, "Apply", `{data: {a: "2", x: "3"}}`)
@@ -124,6 +126,7 @@ func TestTenantPatchesWhatItMay(t *testing.T) {
 // account may read the Secret (the apiserver rejects the copied value as a
 // label) or not (Forbidden).
 func TestSecretValueNeverEchoed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := tenantNamespace(t, "fp-tenant-secret")
 	const password = "hunter2/secret value!"
@@ -171,6 +174,7 @@ func TestSecretValueNeverEchoed(t *testing.T) {
 
 // Escalation 7: fieldops's own CRDs and RBAC are refused as targets.
 func TestOwnObjectsAreForbiddenTargets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, target string }{
 		{"own-crd", `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: fieldpatches.fieldops.dev}`},
 		{"own-rbac", `{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: fieldops-manager-role}`},

@@ -71,6 +71,7 @@ func TestBadObjects(t *testing.T) {
 
 // Admission refuses what cannot be an object at all.
 func TestAdmission(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "bad-input")
 	for name, c := range map[string]struct{ doc, want string }{
 		"no-kind":       {"{apiVersion: v1, metadata: {name: x}}", "kind: Required value"},
@@ -102,6 +103,7 @@ func TestAdmission(t *testing.T) {
 }
 
 func TestInvalidIgnorePath(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "bad-input")
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = "bad-ignore", ns

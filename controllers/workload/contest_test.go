@@ -20,6 +20,7 @@ import (
 // naming the other workload, and the target sees a bounded number of
 // writes, even after further reconciles of both.
 func TestWorkloadsDoNotFight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := kit.Namespace(t, "nofight")
 	cm := func(v string) string {

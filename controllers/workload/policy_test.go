@@ -63,6 +63,7 @@ func waitOwnedFields(t *testing.T, mw *v1alpha1.ManagedWorkload, i int, want fun
 // changes while the autoscaler owns the field (a conflict yielded, not
 // forced); every other field stays the workload's.
 func TestYieldToAutoscaler(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "yield-hpa")
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = "web", ns
@@ -120,6 +121,7 @@ func TestYieldToAutoscaler(t *testing.T) {
 // Issue 17 part 1: conflictPolicy Yield for a workload, with forceOver
 // naming the one manager whose fields are taken anyway.
 func TestWorkloadYieldPolicyWithForceOver(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "yield-policy")
 	kit.ApplyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {a: helm}}", ns))
 	kit.ApplyAs(t, "ci-bot", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {b: ci}}", ns))
@@ -166,6 +168,7 @@ var progressed = metav1.Condition{Type: "Progressing", Status: metav1.ConditionT
 // past its progress deadline is HealthCheckFailed (Stalled); one that does
 // not become healthy within spec.timeout is HealthCheckTimeout (Stalled).
 func TestReadyWaitsForHealth(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "health")
 	mw := newWorkload(t, ns, "web", deploymentYAML("web"), serviceYAML("web"))
 	waitReason(t, mw, workload.ReasonProgressing)
@@ -255,6 +258,7 @@ func kubectlApply(t *testing.T, cfg *rest.Config, ns, doc string) {
 // container env var and a label: after the first apply both are gone, the
 // last-applied annotation is gone, and another manager's fields stay.
 func TestAdoptClientSideApply(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "adopt-csa")
 	doc := func(extra string) string {
 		return fmt.Sprintf(`apiVersion: apps/v1
@@ -323,6 +327,7 @@ spec:
 // adoptClientSideApply: false leaves client-side apply's fields alone: the
 // dropped label stays, owned by kubectl-client-side-apply.
 func TestAdoptClientSideApplyOff(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "adopt-csa-off")
 	kubectlApply(t, cfg, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, labels: {legacy: \"yes\"}}\ndata: {a: \"1\"}\n")
 	mw := &v1alpha1.ManagedWorkload{}

@@ -20,6 +20,7 @@ import (
 // account may create and is refused the rest, per object, with a reason
 // naming the account; it never binds itself to a ClusterRole.
 func TestTenantWorkloadStaysInItsRights(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := kit.Namespace(t, "tenant")
 	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa", Namespace: ns}}); err != nil {

@@ -100,6 +100,7 @@ func objectWrites(ns, resource, name string) int {
 // label to every Deployment and Service. Server-Side Apply leaves them
 // alone and stops writing; the legacy path loops.
 func TestKyvernoWebhookServerSideApply(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "kyverno-ssa", "kyverno-test", "true")
 	mw := newWorkloadNoWait(t, ns, "web", deploymentYAML("web"), serviceYAML("web"))
 	waitReason(t, mw, workload.ReasonApplied)
@@ -277,6 +278,7 @@ func TestMigration(t *testing.T) {
 // d. Two workloads share a ConfigMap (data keys) and an IngressGateway
 // (list-map entries); deleting one removes only its entries.
 func TestSharedObjects(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "shared")
 	cm := func(key, value string) string {
 		return fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: shared}, data: {%s: %q}}", key, value)
@@ -328,6 +330,7 @@ func listenerNames(t testing.TB, gw *unstructured.Unstructured) []string {
 // e. Prune: an object another manager co-owns is relinquished, one only
 // the workload owns is deleted.
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "prune")
 	mw := newWorkload(t, ns, "cfg",
 		"{apiVersion: v1, kind: ConfigMap, metadata: {name: solo}, data: {k: v}}",
@@ -363,6 +366,7 @@ func TestPrune(t *testing.T) {
 
 // The shipped sample is accepted and converges.
 func TestSample(t *testing.T) {
+	t.Parallel()
 	mw := &v1alpha1.ManagedWorkload{}
 	testkit.Sample(t, "fieldops_v1alpha1_managedworkload.yaml", mw)
 	mw.Namespace = kit.Namespace(t, "sample")
@@ -417,6 +421,7 @@ func TestIgnorePluginStopsLegacyLoop(t *testing.T) {
 
 // A workload naming a plugin the manager does not have is stalled.
 func TestUnknownIgnorePlugin(t *testing.T) {
+	t.Parallel()
 	ns := kit.Namespace(t, "bad-input")
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = "no-such-plugin", ns

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 	"github.com/fieldops/fieldops/plugins/sdk"
+	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // binDir holds the plugins built for the tests: the two examples and
@@ -32,19 +32,31 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	for name, pkg := range map[string]string{
-		"yield-to-autoscalers":      "../examples/yield-to-autoscalers",
-		"ignore-policy-annotations": "../examples/ignore-policy-annotations",
-		"misbehave":                 "./testdata/misbehave",
-	} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
+	built, err := testkit.BuildPlugins()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The tests write configs and links beside the binaries: copies in a
+	// directory of their own.
+	for _, name := range []string{"yield-to-autoscalers", "ignore-policy-annotations", "misbehave"} {
+		if err := copyFile(filepath.Join(built, name), filepath.Join(dir, name)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// copyFile copies the executable from to to.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 func sum(t testing.TB, path string) string {

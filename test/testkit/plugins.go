@@ -8,45 +8,75 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
-// ExamplePlugins builds the example plugins of plugins/examples (by
-// directory name, with their kind: "yield-to-autoscalers" is a
-// ConflictStrategy, "ignore-policy-annotations" IgnorablePaths) and the
-// host's test plugin "misbehave" (a ConflictStrategy that breaks the
-// protocol on request, plugins/host/testdata/misbehave) into a temporary
-// directory and returns a Host for them, with their real checksums, and a
-// cleanup.
-func ExamplePlugins(names ...string) (*host.Host, func(), error) {
-	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths", "misbehave": "ConflictStrategy"}
-	sources := map[string]string{"misbehave": "./plugins/host/testdata/misbehave"}
+// pluginSources are the packages of the plugins the tests use, by binary
+// name: the example plugins of plugins/examples and the host's test plugin
+// "misbehave" (a ConflictStrategy that breaks the protocol on request).
+var pluginSources = map[string]string{
+	"yield-to-autoscalers":      "./plugins/examples/yield-to-autoscalers",
+	"ignore-policy-annotations": "./plugins/examples/ignore-policy-annotations",
+	"misbehave":                 "./plugins/host/testdata/misbehave",
+}
+
+// BuildPlugins builds every test plugin (pluginSources) into bin/test-plugins
+// of the module and returns that directory. The directory is shared by
+// every test package: `go build` relinks only what changed (a binary whose
+// build ID matches its inputs is left alone, in well under a second), and a
+// file lock keeps one package from reading a binary another is writing.
+func BuildPlugins() (string, error) {
 	root, err := localcp.ModuleRoot()
 	if err != nil {
-		return nil, nil, err
+		return "", err
 	}
-	dir, err := os.MkdirTemp("", "fieldops-example-plugins-")
+	dir := filepath.Join(root, "bin", "test-plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = lock.Close() }()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	defer func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) }()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, src := range pluginSources {
+		args = append(args, src)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the test plugins: %v\n%s", err, out)
+	}
+	return dir, nil
+}
+
+// ExamplePlugins builds the test plugins (BuildPlugins) and returns a Host
+// for the ones named (by binary name, with their kind:
+// "yield-to-autoscalers" is a ConflictStrategy, "ignore-policy-annotations"
+// IgnorablePaths, "misbehave" a ConflictStrategy), with their real
+// checksums, and a cleanup that closes it.
+func ExamplePlugins(names ...string) (*host.Host, func(), error) {
+	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths", "misbehave": "ConflictStrategy"}
+	dir, err := BuildPlugins()
 	if err != nil {
 		return nil, nil, err
 	}
-	cleanup := func() { _ = os.RemoveAll(dir) }
 	cfg := &host.Config{}
 	for _, name := range names {
+		if _, ok := pluginSources[name]; !ok {
+			return nil, nil, fmt.Errorf("no test plugin %q", name)
+		}
 		bin := filepath.Join(dir, name)
-		src, ok := sources[name]
-		if !ok {
-			src = "./plugins/examples/" + name
-		}
-		cmd := exec.Command("go", "build", "-o", bin, src)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("build plugin %s: %v\n%s", name, err, out)
-		}
 		b, err := os.ReadFile(bin)
 		if err != nil {
-			cleanup()
 			return nil, nil, err
 		}
 		sum := sha256.Sum256(b)
@@ -54,8 +84,7 @@ func ExamplePlugins(names ...string) (*host.Host, func(), error) {
 	}
 	h, err := host.New(cfg, host.Options{})
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	return h, func() { h.Close(); cleanup() }, nil
+	return h, h.Close, nil
 }
