@@ -26,6 +26,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -38,11 +39,11 @@ const Finalizer = "fieldops.dev/hand-back"
 // "fieldops-fieldpatch/<namespace>/<name>", a ClusterFieldPatch with
 // "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
 const (
-	ManagerPrefix        = "fieldops-fieldpatch"
-	ClusterManagerPrefix = "fieldops-clusterfieldpatch"
+	ManagerPrefix        = names.FieldPatchPrefix
+	ClusterManagerPrefix = names.ClusterFieldPatchPrefix
 	// OwnManagerPrefix marks field managers of fieldops itself; objects
 	// with such a manager are never FieldPatch targets.
-	OwnManagerPrefix = "fieldops-"
+	OwnManagerPrefix = names.OwnPrefix
 )
 
 // transientRetry is how long to wait after an error a retry may fix
@@ -194,10 +195,7 @@ func (r *Reconciler) managerName(obj v1alpha1.Patcher) string {
 // "fieldops-fieldpatch/<namespace>/<name>" or
 // "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
 func ManagerName(cluster bool, namespace, name string) string {
-	if cluster {
-		return ownershipcore.ManagerName(ClusterManagerPrefix, "", name)
-	}
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+	return names.FieldPatch(cluster, namespace, name)
 }
 
 // resolveTarget validates the target reference and returns an empty

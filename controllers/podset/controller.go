@@ -19,16 +19,17 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // ManagerPrefix: a PodSet applies pods with
 // ownershipcore.ManagerName("fieldops-podset", namespace, name).
-const ManagerPrefix = "fieldops-podset"
+const ManagerPrefix = names.PodSetPrefix
 
 // ManagerName is the field manager of the PodSet namespace/name.
 func ManagerName(namespace, name string) string {
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+	return names.PodSet(namespace, name)
 }
 
 // Reconciler reconciles PodSets.

@@ -20,6 +20,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -30,7 +31,7 @@ const Finalizer = "fieldops.dev/prune"
 
 // ManagerPrefix: a workload applies with
 // ownershipcore.ManagerName("fieldops-workload", namespace, name).
-const ManagerPrefix = "fieldops-workload"
+const ManagerPrefix = names.WorkloadPrefix
 
 // objectIndex is the field index of ManagedWorkloads by the watch.Key of
 // each object in spec.resources.
@@ -95,7 +96,7 @@ func (r *Reconciler) checkPlugin(name string) (ownershipcore.IgnorablePaths, err
 
 // ManagerName is the field manager of the workload namespace/name.
 func ManagerName(namespace, name string) string {
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+	return names.Workload(namespace, name)
 }
 
 // Reconcile is the shared skeleton (controllers/internal/skeleton): get →
@@ -159,15 +160,15 @@ func (r *Reconciler) applierFor(mw *v1alpha1.ManagedWorkload) (*ownershipcore.Ap
 // checkTarget refuses objects that are part of fieldops itself and, with
 // --no-cross-namespace-refs, objects outside the workload's namespace.
 func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
-	if o.intent == nil {
+	if o.Intent == nil {
 		return nil
 	}
-	gvk := o.intent.GroupVersionKind()
-	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, o.intent.GetNamespace(), o.intent.GetName(), r.Tenancy.OwnNamespace); ok {
-		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.intent.GetNamespace(), o.intent.GetName()), why)
+	gvk := o.Intent.GroupVersionKind()
+	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, o.Intent.GetNamespace(), o.Intent.GetName(), r.Tenancy.OwnNamespace); ok {
+		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), why)
 	}
-	if r.Tenancy.NoCrossNamespaceRefs && o.intent.GetNamespace() != p.mw.Namespace {
-		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.intent.GetNamespace(), o.intent.GetName()), p.mw.Namespace)
+	if r.Tenancy.NoCrossNamespaceRefs && o.Intent.GetNamespace() != p.mw.Namespace {
+		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), p.mw.Namespace)
 	}
 	return nil
 }

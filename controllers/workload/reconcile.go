@@ -175,12 +175,12 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 // reconcileObject applies one object and returns its inventory entry.
 func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1alpha1.InventoryEntry {
 	e, prev, hadPrev := p.entry(o)
-	oe := o.err
+	oe := o.Err
 	if oe == nil {
 		oe = r.checkTarget(p, o)
 	}
 	if oe == nil {
-		if err := r.watches.Ensure(p.mw, p.account, o.intent); err != nil {
+		if err := r.watches.Ensure(p.mw, p.account, o.Intent); err != nil {
 			oe = objErr(ReasonApplyFailed, true, "%v", err)
 		}
 	}
@@ -201,16 +201,16 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 // entry starts o's inventory entry and finds its entry in the last
 // inventory (by key, else by index), if any.
 func (p *pass) entry(o *object) (e, prev v1alpha1.InventoryEntry, hadPrev bool) {
-	e = v1alpha1.InventoryEntry{Index: o.index}
-	prev, hadPrev = p.prevByIndex[o.index]
-	if o.intent == nil {
+	e = v1alpha1.InventoryEntry{Index: o.Index}
+	prev, hadPrev = p.prevByIndex[o.Index]
+	if o.Intent == nil {
 		return e, prev, hadPrev
 	}
-	e.APIVersion, e.Kind, e.Namespace, e.Name = o.intent.GetAPIVersion(), o.intent.GetKind(), o.intent.GetNamespace(), o.intent.GetName()
-	if pk, ok := p.prev[o.key]; ok && o.key != "" {
+	e.APIVersion, e.Kind, e.Namespace, e.Name = o.Intent.GetAPIVersion(), o.Intent.GetKind(), o.Intent.GetNamespace(), o.Intent.GetName()
+	if pk, ok := p.prev[o.Key]; ok && o.Key != "" {
 		prev, hadPrev = pk, true
 	}
-	if hadPrev && entryKey(prev) == o.key {
+	if hadPrev && entryKey(prev) == o.Key {
 		e.UID = prev.UID // kept when this apply fails
 	}
 	return e, prev, hadPrev
@@ -227,7 +227,7 @@ func (r *Reconciler) objectFailed(p *pass, o *object, e *v1alpha1.InventoryEntry
 		p.after(transientRetry)
 	}
 	if !hadPrev || prev.Reason != oe.Reason || prev.Message != oe.Message {
-		r.event(p.mw, o.intent, corev1.EventTypeWarning, oe.Reason, "%s", oe.Message)
+		r.event(p.mw, o.Intent, corev1.EventTypeWarning, oe.Reason, "%s", oe.Message)
 	}
 }
 
@@ -258,7 +258,7 @@ func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.U
 // ownership first.
 func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	live, err := p.applier.Get(ctx, o.intent)
+	live, err := p.applier.Get(ctx, o.Intent)
 	if err != nil {
 		return classify(name, tenant.Explain(p.account, err))
 	}
@@ -267,7 +267,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		from.Insert(ownershipcore.ClientSideApplyManagers...)
 	}
 	if live != nil && ownershipcore.NeedsUpgrade(live, sets.List(from)) {
-		migrated, err := p.applier.UpgradeManagers(ctx, o.intent, sets.List(from), p.manager)
+		migrated, err := p.applier.UpgradeManagers(ctx, o.Intent, sets.List(from), p.manager)
 		if err != nil {
 			return objErr(ReasonApplyFailed, true, "%s: %v", name, tenant.Explain(p.account, err))
 		}
@@ -276,7 +276,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			if adopt {
 				how = "adopted from client-side apply: moved"
 			}
-			r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
+			r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
 			e.UID, e.Action = live.GetUID(), ActionMigrated
 			e.OwnedFields = prev.OwnedFields
 			p.after(migratedRecheck) // apply once the cache has the new managed fields
@@ -285,20 +285,20 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	subject := live
 	if subject == nil {
-		subject = o.intent
+		subject = o.Intent
 	}
 	ignore := r.ignoreFor(ctx, p, subject)
 	// Drift since our last apply, caused by another manager: repair it,
 	// unless that manager keeps taking the fields back (then back off), or
 	// is another fieldops object (then never: report it).
 	// One contest per object: a recreated object (new UID) starts with none.
-	key, now := string(p.mw.UID)+"/"+o.key, time.Now()
+	key, now := string(p.mw.UID)+"/"+o.Key, time.Now()
 	if live != nil {
 		key += "/" + string(live.GetUID())
 	}
 	drifter, drifted := "", false
 	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.judged {
-		drifter, drifted = r.drifter(live, o.intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
+		drifter, drifted = r.drifter(live, o.Intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
 		if rival, ok := ownershipcore.ParseManager(drifter); ok {
 			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
 			return objErr(ReasonContested, false, "%s: %s (field manager %q) took fields of this workload; fieldops objects do not fight each other: change or delete one of them", name, rival, drifter)
@@ -309,7 +309,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", name, drifter, at.UTC().Format(time.RFC3339))
 		}
 	}
-	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
+	res, err := p.applier.Apply(ctx, o.Intent, ownershipcore.ApplyOptions{
 		FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
 		Live: live, // the read the drift check decided on; nothing wrote since
 	})
@@ -344,13 +344,13 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	switch res.Action {
 	case ownershipcore.ActionCreated:
 		p.created++
-		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+		r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
 		// Drift (seen before the apply, only when the spec did not change
 		// and not right after a migration) was repaired.
 		if drifted {
-			r.drift(p, name, live, o.intent)
+			r.drift(p, name, live, o.Intent)
 			if drifter != "" && r.contests.Repaired(key, drifter, now) >= 2 {
 				p.after(r.contests.Base()) // see whether the repair holds
 				return objErr(ReasonContested, false, "%s: field manager %q took fields of this workload back again; repairs are backed off", name, drifter)
@@ -417,7 +417,7 @@ func (r *Reconciler) drift(p *pass, name string, live, intent *unstructured.Unst
 // applyLegacyObject takes the legacy path for one object.
 func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, applied bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldset.Set {
+	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.Intent, p.manager, func(obj *unstructured.Unstructured) *fieldset.Set {
 		return r.ignoreFor(ctx, p, obj)
 	})
 	if err != nil {
@@ -428,7 +428,7 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 	switch action {
 	case ownershipcore.ActionCreated:
 		p.created++
-		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+		r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
 		if applied && p.judged {
