@@ -5,6 +5,3 @@ import "github.com/fieldops/fieldops/ownershipcore/strategy"
 // IgnorablePaths names fields of an object that fieldops must neither
 // set nor repair (strategy.IgnorablePaths).
 type IgnorablePaths = strategy.IgnorablePaths
-
-// StaticPaths ignores the same paths on every object (strategy.StaticPaths).
-type StaticPaths = strategy.StaticPaths
