@@ -13,7 +13,10 @@ COPY controllers/ controllers/
 COPY feature/ feature/
 COPY internal/conflicts/ internal/conflicts/
 COPY internal/managercmd/ internal/managercmd/
+COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/
+COPY internal/scheme/ internal/scheme/
+COPY internal/workloadspec/ internal/workloadspec/
 COPY metrics/ metrics/
 COPY ownershipcore/ ownershipcore/
 COPY plugins/ plugins/

@@ -1,7 +1,6 @@
 package ownershipcore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,24 +9,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/ownershipcore/strategy"
 )
 
-// Conflict is one field of the intent that another field manager owns with
-// a different value (SSA docs, "Conflicts"). It implements error.
-type Conflict struct {
-	// Manager is the field manager that owns Path now.
-	Manager string
-	// Operation is that manager's operation, Apply or Update.
-	Operation metav1.ManagedFieldsOperationType
-	// Path is the contested field.
-	Path fieldpath.Path
-}
-
-func (c Conflict) Error() string {
-	return fmt.Sprintf("conflict with %q (%s): %s", c.Manager, c.Operation, FormatPath(c.Path))
-}
+// Conflict is one field of the intent that another field manager owns
+// with a different value (strategy.Conflict).
+type Conflict = strategy.Conflict
 
 // ConflictError is returned by Applier.Apply when a ConflictStrategy failed
 // the apply; nothing was written.
@@ -43,46 +32,26 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("apply failed with %d conflict(s): %s", len(e.Conflicts), strings.Join(parts, "; "))
 }
 
-// Decision is a ConflictStrategy's answer for one conflict.
-type Decision string
+// Decision is a ConflictStrategy's answer for one conflict
+// (strategy.Decision).
+type Decision = strategy.Decision
 
+// Decisions (strategy.DecisionForce, DecisionYield, DecisionFail).
 const (
-	// DecisionForce takes the field: it changes value and owner.
-	DecisionForce Decision = "Force"
-	// DecisionYield leaves the field to its owner; it is dropped from the intent.
-	DecisionYield Decision = "Yield"
-	// DecisionFail aborts the apply; nothing is written.
-	DecisionFail Decision = "Fail"
+	DecisionForce = strategy.DecisionForce
+	DecisionYield = strategy.DecisionYield
+	DecisionFail  = strategy.DecisionFail
 )
 
-// Resolution is a decision and a message saying why, for status and events.
-type Resolution struct {
-	Decision Decision
-	Message  string
-}
+// Resolution is a decision and why (strategy.Resolution).
+type Resolution = strategy.Resolution
 
-// ConflictStrategy decides, per conflict, whether to force, yield or fail.
-// It returns one Resolution per conflict, in order; an error or a slice of
-// another length fails the apply. Built-ins: Static; plugins implement it
-// too.
-type ConflictStrategy interface {
-	Resolve(ctx context.Context, obj *unstructured.Unstructured, manager string, conflicts []Conflict) ([]Resolution, error)
-}
+// ConflictStrategy decides, per conflict, whether to force, yield or fail
+// (strategy.ConflictStrategy).
+type ConflictStrategy = strategy.ConflictStrategy
 
-// Static answers every conflict with the same decision: Static(DecisionForce)
-// is `kubectl apply --server-side --force-conflicts`.
-type Static Decision
-
-var _ ConflictStrategy = Static(DecisionForce)
-
-// Resolve implements ConflictStrategy.
-func (s Static) Resolve(_ context.Context, _ *unstructured.Unstructured, _ string, conflicts []Conflict) ([]Resolution, error) {
-	out := make([]Resolution, len(conflicts))
-	for i := range out {
-		out[i] = Resolution{Decision: Decision(s), Message: "policy " + string(s)}
-	}
-	return out, nil
-}
+// Static answers every conflict with the same decision (strategy.Static).
+type Static = strategy.Static
 
 // conflictsFrom reads the conflicts of an apiserver (or local field manager)
 // 409 answer. Paths there are printed with fieldpath.Path.String, which is

@@ -8,14 +8,14 @@ import (
 
 // Contest backoff: the first repair of a field another manager changed is
 // immediate; when the same manager takes our fields again within
-// ContestWindow, each further repair waits ContestBase·2^(n-1), up to
-// ContestMax. A manager retaking a field every second thus sees repairs at
+// contestWindow, each further repair waits ContestBase·2^(n-1), up to
+// contestMax. A manager retaking a field every second thus sees repairs at
 // 0 s, 5 s, 15 s, 35 s, 75 s, …: bounded writes, never a loop. A contest
 // ends when a repair holds for ContestBase (Contests.Settle).
 const (
 	ContestBase   = 5 * time.Second
-	ContestMax    = 10 * time.Minute
-	ContestWindow = 15 * time.Minute
+	contestMax    = 10 * time.Minute
+	contestWindow = 15 * time.Minute
 )
 
 // Contests remembers, per key (one object a fieldops object writes to, for
@@ -36,11 +36,11 @@ type contest struct {
 	last    time.Time
 }
 
-// NewContests returns an empty tracker with the backoff unit ContestBase.
-func NewContests() *Contests { return NewContestsBase(0) }
+// newContests returns an empty tracker with the backoff unit ContestBase.
+func newContests() *Contests { return NewContestsBase(0) }
 
 // NewContestsBase returns an empty tracker whose backoff unit is base
-// instead of ContestBase (0: ContestBase). ContestMax and ContestWindow
+// instead of ContestBase (0: ContestBase). contestMax and contestWindow
 // stay as they are.
 func NewContestsBase(base time.Duration) *Contests {
 	if base <= 0 {
@@ -59,12 +59,12 @@ func (c *Contests) Next(key, manager string, now time.Time) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ct, ok := c.m[key]
-	if !ok || ct.manager != manager || now.Sub(ct.last) > ContestWindow || ct.repairs == 0 {
+	if !ok || ct.manager != manager || now.Sub(ct.last) > contestWindow || ct.repairs == 0 {
 		return time.Time{}
 	}
 	delay := c.base << (ct.repairs - 1)
-	if delay > ContestMax || delay <= 0 {
-		delay = ContestMax
+	if delay > contestMax || delay <= 0 {
+		delay = contestMax
 	}
 	if at := ct.last.Add(delay); at.After(now) {
 		return at
@@ -78,7 +78,7 @@ func (c *Contests) Repaired(key, manager string, now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ct, ok := c.m[key]
-	if !ok || ct.manager != manager || now.Sub(ct.last) > ContestWindow {
+	if !ok || ct.manager != manager || now.Sub(ct.last) > contestWindow {
 		ct = &contest{manager: manager}
 		c.m[key] = ct
 	}
@@ -88,11 +88,11 @@ func (c *Contests) Repaired(key, manager string, now time.Time) int {
 }
 
 // Current returns the contesting manager of key while the contest lasts
-// (two or more repairs, the last within ContestWindow), else "".
+// (two or more repairs, the last within contestWindow), else "".
 func (c *Contests) Current(key string, now time.Time) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ct, ok := c.m[key]; ok && ct.repairs >= 2 && now.Sub(ct.last) <= ContestWindow {
+	if ct, ok := c.m[key]; ok && ct.repairs >= 2 && now.Sub(ct.last) <= contestWindow {
 		return ct.manager
 	}
 	return ""

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"fmt"
+
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

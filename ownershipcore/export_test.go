@@ -13,3 +13,11 @@ import (
 func RelinquishExpecting(ctx context.Context, a *Applier, obj *unstructured.Unstructured, manager string, extra *fieldpath.Set) (Result, error) {
 	return a.relinquish(ctx, obj, nil, manager, extra)
 }
+
+// Unexported for callers, exported for the tables of package
+// ownershipcore_test.
+var (
+	Glob        = glob
+	NewContests = newContests
+	ReleasePlan = releasePlan
+)

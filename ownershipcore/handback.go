@@ -27,9 +27,9 @@ func PreviousOwners(live *unstructured.Unstructured, intent *fieldpath.Set, mana
 	return owners.OwnersOf(intent, manager), nil
 }
 
-// MergeOwners adds entries to recorded: fields of an entry with the same
+// mergeOwners adds entries to recorded: fields of an entry with the same
 // ManagerKey are united, other entries appended.
-func MergeOwners(recorded, entries ManagedFields) ManagedFields {
+func mergeOwners(recorded, entries ManagedFields) ManagedFields {
 	out := append(ManagedFields{}, recorded...)
 	for _, e := range entries {
 		found := false
@@ -101,11 +101,11 @@ func sameEntry(a, b ManagerKey) bool {
 	return a.Operation == metav1.ManagedFieldsOperationApply || a.APIVersion == b.APIVersion
 }
 
-// ReleasePlan computes the managed fields after manager lets fields go
+// releasePlan computes the managed fields after manager lets fields go
 // without a new owner: its Apply entry (main resource) loses them, no
 // other entry changes, values are untouched. It returns the new entries and
 // the fields released (those of fields manager owned).
-func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (ManagedFields, *fieldpath.Set) {
+func releasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (ManagedFields, *fieldpath.Set) {
 	ours := current.Applied(manager)
 	if ours == nil {
 		return current, fieldpath.NewSet()
@@ -150,7 +150,7 @@ func (a *Applier) HandBackFrom(ctx context.Context, obj, live *unstructured.Unst
 }
 
 // Release drops fields from manager's Apply entry on obj without giving
-// them to anyone (ReleasePlan): the values stay, unowned, and a later
+// them to anyone (releasePlan): the values stay, unowned, and a later
 // empty apply by manager no longer removes them. This is how a FieldPatch
 // with deletionPolicy Relinquish or Orphan lets go of fields it took. See
 // editManagedFields for the request. It returns the fields released.
@@ -162,7 +162,7 @@ func (a *Applier) Release(ctx context.Context, obj *unstructured.Unstructured, m
 // ReleaseFrom is Release starting from live, as HandBackFrom.
 func (a *Applier) ReleaseFrom(ctx context.Context, obj, live *unstructured.Unstructured, manager string, fields *fieldpath.Set) (*fieldpath.Set, *unstructured.Unstructured, error) {
 	released, after, err := a.editManagedFields(ctx, obj, live, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
-		return ReleasePlan(current, manager, fields)
+		return releasePlan(current, manager, fields)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("release fields of %s: %w", describe(obj), err)
@@ -308,7 +308,7 @@ func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstru
 	// would be removed with that field: release it (and an item's key
 	// fields) first, so the empty apply leaves it.
 	others := owners.others(manager)
-	if shield := Holders(others, ours.Fields); !shield.Empty() {
+	if shield := holders(others, ours.Fields); !shield.Empty() {
 		if _, _, err := a.ReleaseFrom(ctx, ref, live, manager, shield); err != nil {
 			return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
 		}
@@ -348,11 +348,11 @@ func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstru
 	return res, nil
 }
 
-// Holders returns the paths of ours that hold a path of others: list items
+// holders returns the paths of ours that hold a path of others: list items
 // and maps above another manager's field (removing them would remove that
 // field), with the key fields of such list items. Releasing them before an
 // empty apply keeps every other manager's field.
-func Holders(others, ours *fieldpath.Set) *fieldpath.Set {
+func holders(others, ours *fieldpath.Set) *fieldpath.Set {
 	out := fieldpath.NewSet()
 	others.Iterate(func(p fieldpath.Path) {
 		for i := 1; i < len(p); i++ {

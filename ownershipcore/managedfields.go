@@ -48,11 +48,11 @@ type ManagedFields []Entry
 // Owners decodes every managedFields entry of obj into a field set. It
 // returns an error when an entry is not FieldsV1 or does not parse.
 func Owners(obj metav1.Object) (ManagedFields, error) {
-	return DecodeEntries(obj.GetManagedFields())
+	return decodeEntries(obj.GetManagedFields())
 }
 
-// DecodeEntries decodes managed fields entries (see Owners).
-func DecodeEntries(entries []metav1.ManagedFieldsEntry) (ManagedFields, error) {
+// decodeEntries decodes managed fields entries (see Owners).
+func decodeEntries(entries []metav1.ManagedFieldsEntry) (ManagedFields, error) {
 	out := make(ManagedFields, 0, len(entries))
 	for _, e := range entries {
 		set, err := DecodeFields(e.FieldsV1)

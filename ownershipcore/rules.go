@@ -25,7 +25,7 @@ func (m ManagerMatch) Matches(manager string, op metav1.ManagedFieldsOperationTy
 	if m.Operation != "" && op != m.Operation {
 		return false
 	}
-	return Glob(m.Manager, manager)
+	return glob(m.Manager, manager)
 }
 
 func (m ManagerMatch) String() string {
@@ -35,11 +35,11 @@ func (m ManagerMatch) String() string {
 	return fmt.Sprintf("%q (%s)", m.Manager, m.Operation)
 }
 
-// Glob reports whether name matches pattern, where `*` matches any run of
+// glob reports whether name matches pattern, where `*` matches any run of
 // characters (including none and '/') and `?` exactly one character. It
 // never fails: there is no escape and no character class, so every
 // pattern is valid. Runs in O(len(pattern)·len(name)) at worst.
-func Glob(pattern, name string) bool {
+func glob(pattern, name string) bool {
 	p, n := []rune(pattern), []rune(name)
 	// Greedy match with backtracking to the last star: the classic
 	// wildcard algorithm, linear unless stars must be re-tried.

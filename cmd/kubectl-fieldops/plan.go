@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers/fieldpatch"
-	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/internal/conflicts"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/workloadspec"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
@@ -344,7 +344,7 @@ func (p *planner) admit(ctx context.Context, obj, existing client.Object) (bool,
 func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
 	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
 	spec := obj.PatchSpec()
-	manager := fieldpatch.ManagerName(cluster, obj.GetNamespace(), obj.GetName())
+	manager := names.FieldPatch(cluster, obj.GetNamespace(), obj.GetName())
 	plan := Plan{Kind: map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster], Namespace: obj.GetNamespace(), Name: obj.GetName(), FieldManager: manager}
 	pp := &PatchPlan{Type: string(patchintent.TypeOrApply(spec.Type)), DeletionPolicy: string(deletionPolicy(spec.DeletionPolicy))}
 	plan.Patch = pp
@@ -641,7 +641,7 @@ func describeEntry(k ownershipcore.ManagerKey) string {
 // each applied under the workload's field manager with its conflict
 // strategy and ignorePaths, dryRun=All.
 func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload) (Plan, error) {
-	manager := workload.ManagerName(mw.Namespace, mw.Name)
+	manager := names.Workload(mw.Namespace, mw.Name)
 	plan := Plan{Kind: "ManagedWorkload", Namespace: mw.Namespace, Name: mw.Name, FieldManager: manager}
 	exists, err := p.admit(ctx, mw, &v1alpha1.ManagedWorkload{})
 	if err != nil {
@@ -656,7 +656,7 @@ func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload
 	}
 	strategy := conflicts.Workload(mw.Spec.ConflictPolicy, mw.Spec.ConflictRules)
 	counts := map[string]int{}
-	for _, r := range workload.Resources(mw, p.c.RESTMapper()) {
+	for _, r := range workloadspec.Resources(mw, p.c.RESTMapper()) {
 		op := ObjectPlan{}
 		if r.Intent != nil {
 			op.ObjectRef = ObjectRef{APIVersion: r.Intent.GetAPIVersion(), Kind: r.Intent.GetKind(), Namespace: r.Intent.GetNamespace(), Name: r.Intent.GetName()}

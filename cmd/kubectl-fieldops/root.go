@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/scheme"
 )
 
 // now is the clock owners measures ages with (tests fix it).
@@ -48,7 +48,7 @@ func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme(), Mapper: mapper})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme(), Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

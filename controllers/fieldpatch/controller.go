@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,13 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -38,11 +39,11 @@ const Finalizer = "fieldops.dev/hand-back"
 // "fieldops-fieldpatch/<namespace>/<name>", a ClusterFieldPatch with
 // "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
 const (
-	ManagerPrefix        = "fieldops-fieldpatch"
-	ClusterManagerPrefix = "fieldops-clusterfieldpatch"
+	ManagerPrefix        = names.FieldPatchPrefix
+	ClusterManagerPrefix = names.ClusterFieldPatchPrefix
 	// OwnManagerPrefix marks field managers of fieldops itself; objects
 	// with such a manager are never FieldPatch targets.
-	OwnManagerPrefix = "fieldops-"
+	OwnManagerPrefix = names.OwnPrefix
 )
 
 // transientRetry is how long to wait after an error a retry may fix
@@ -78,69 +79,8 @@ type Reconciler struct {
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
 	contestsOnce sync.Once
-	// written are, per FieldPatch, the resourceVersions it had just before
-	// this process last wrote it (finalizer, status): a cached copy at one
-	// of them is older than our own write (see Reconcile).
-	written sync.Map // types.NamespacedName → ownWrites
-}
-
-// staleRecheck is how soon a reconcile that found the cache behind our own
-// write looks again (the watch event of a status write does not queue one:
-// status changes do not pass the predicates).
-const staleRecheck = 100 * time.Millisecond
-
-// wrote records that obj, at resourceVersion before, was just written by
-// this process, obj holding the apiserver's answer. A write that changed
-// nothing (same resourceVersion) leaves no record: no cache can be behind
-// it, and a record would make every later reconcile wait forever.
-func (r *Reconciler) wrote(obj client.Object, before string) {
-	if obj.GetResourceVersion() == before {
-		return
-	}
-	r.writtenAt(obj, before, obj.GetResourceVersion())
-}
-
-// ownWrites are the resourceVersions of one FieldPatch that this process
-// has written over: every version before one of its writes, and every
-// version its writes produced but the last.
-type ownWrites struct {
-	stale  []string
-	latest string
-}
-
-// writtenAt records a write of obj from resourceVersion before to after.
-func (r *Reconciler) writtenAt(obj client.Object, before, after string) {
-	key := client.ObjectKeyFromObject(obj)
-	var w ownWrites
-	if v, ok := r.written.Load(key); ok {
-		w = v.(ownWrites)
-	}
-	stale := append([]string{}, w.stale...)
-	stale = append(stale, before)
-	if w.latest != "" && w.latest != after {
-		stale = append(stale, w.latest)
-	}
-	if len(stale) > 8 {
-		stale = stale[len(stale)-8:]
-	}
-	r.written.Store(key, ownWrites{stale: stale, latest: after})
-}
-
-// behind reports whether the cached obj predates one of our own writes of
-// it; once the cache has caught up, the record is dropped.
-func (r *Reconciler) behind(obj client.Object) bool {
-	key := client.ObjectKeyFromObject(obj)
-	v, ok := r.written.Load(key)
-	if !ok {
-		return false
-	}
-	for _, rv := range v.(ownWrites).stale {
-		if rv == obj.GetResourceVersion() {
-			return true
-		}
-	}
-	r.written.Delete(key)
-	return false
+	once         sync.Once
+	skel         *skeleton.Reconciler[v1alpha1.Patcher, *pass]
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -154,6 +94,7 @@ func (r *Reconciler) newObject() v1alpha1.Patcher {
 // on-demand target watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
+	r.skeleton()
 	obj, list := client.Object(&v1alpha1.FieldPatch{}), client.ObjectList(&v1alpha1.FieldPatchList{})
 	name := "fieldpatch"
 	if r.Cluster {
@@ -184,62 +125,57 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // targetIndex is the field index of FieldPatches by target (watch.Key).
 const targetIndex = "fieldops.dev/target"
 
-// Reconcile: get → delete or finalizer → reconcile → status written once,
-// in the defer.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+// Reconcile is the shared skeleton (controllers/internal/skeleton): get →
+// wait for a cache behind our own write → finalizer → status written in
+// the defer → reconcileDelete, or the phases: settings → target → intent
+// → record → drift → apply → applied → report. The one status write
+// before the defer is the record of previous owners, when the apply will
+// displace another manager (recordOwners).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
-	obj := r.newObject()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			metrics.SetContested(r.controllerName(), req.Namespace, req.Name, "")
-			r.watches.Release(req.NamespacedName) // its target is watched no more
-			r.written.Delete(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	if r.behind(obj) {
-		// The cache has not seen our last write of this FieldPatch yet:
-		// deciding on the older copy would redo that write (issue 11).
-		return ctrl.Result{RequeueAfter: staleRecheck}, nil
-	}
-	before := obj.DeepCopyObject().(v1alpha1.Patcher)
-	defer func() {
-		if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
-			metrics.SetContested(r.controllerName(), obj.GetNamespace(), obj.GetName(), "")
-			return // gone
-		}
-		metrics.SetContested(r.controllerName(), obj.GetNamespace(), obj.GetName(), obj.PatchStatus().ContestedBy)
-		if err := r.patchStatus(ctx, before, obj); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, err)
-		}
-	}()
-
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return r.reconcileDelete(ctx, obj)
-	}
-	if controllerutil.AddFinalizer(obj, Finalizer) {
-		rv := obj.GetResourceVersion()
-		if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-		r.wrote(obj, rv)
-		before = obj.DeepCopyObject().(v1alpha1.Patcher)
-	}
-	return r.reconcileNormal(ctx, obj)
+	return r.skeleton().Reconcile(ctx, req)
 }
 
-func (r *Reconciler) patchStatus(ctx context.Context, before, obj v1alpha1.Patcher) error {
-	if equality.Semantic.DeepEqual(before.PatchStatus(), obj.PatchStatus()) {
-		return nil
-	}
-	rv := obj.GetResourceVersion()
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return err
-	}
-	r.wrote(obj, rv)
-	return nil
+// skeleton is the reconcile's shape, built once.
+func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
+	r.once.Do(func() {
+		r.skel = &skeleton.Reconciler[v1alpha1.Patcher, *pass]{
+			Client:             r.Client,
+			New:                r.newObject,
+			Finalizer:          Finalizer,
+			Status:             func(obj v1alpha1.Patcher) any { return obj.PatchStatus() },
+			ObservedGeneration: func(obj v1alpha1.Patcher) *int64 { return &obj.PatchStatus().ObservedGeneration },
+			Scope:              func(obj v1alpha1.Patcher) *pass { return &pass{obj: obj} },
+			Phases: []skeleton.Phase[*pass]{
+				{Name: "settings", Run: r.phaseSettings},
+				{Name: "target", Run: r.phaseTarget},
+				{Name: "intent", Run: r.phaseIntent},
+				{Name: "record", Run: r.phaseRecord},
+				{Name: "drift", Run: r.phaseDrift},
+				{Name: "apply", Run: r.phaseApply},
+				{Name: "applied", Run: r.phaseApplied},
+				{Name: "report", Run: r.phaseReport},
+			},
+			Delete: r.reconcileDelete,
+			Forget: func(key client.ObjectKey) {
+				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
+				r.watches.Release(key) // its target is watched no more
+			},
+			Written: func(obj v1alpha1.Patcher, gone bool) {
+				contestedBy := obj.PatchStatus().ContestedBy
+				if gone {
+					contestedBy = ""
+				}
+				metrics.SetContested(r.controllerName(), obj.GetNamespace(), obj.GetName(), contestedBy)
+			},
+		}
+	})
+	return r.skel
 }
+
+// writes are this controller's own writes of its objects (the skeleton's
+// cache guard).
+func (r *Reconciler) writes() *skeleton.Writes { return &r.skeleton().Writes }
 
 // controllerName is the controller label of the fieldops_ metrics.
 func (r *Reconciler) controllerName() string {
@@ -259,25 +195,7 @@ func (r *Reconciler) managerName(obj v1alpha1.Patcher) string {
 // "fieldops-fieldpatch/<namespace>/<name>" or
 // "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
 func ManagerName(cluster bool, namespace, name string) string {
-	if cluster {
-		return ownershipcore.ManagerName(ClusterManagerPrefix, "", name)
-	}
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
-}
-
-// targetError is a problem with the spec: Stalled with Reason until the
-// spec changes (or, with Retry, until the world may have changed).
-type targetError struct {
-	Reason string
-	Retry  bool
-	Err    error
-}
-
-func (e *targetError) Error() string { return e.Err.Error() }
-func (e *targetError) Unwrap() error { return e.Err }
-
-func stalled(reason string, format string, args ...interface{}) error {
-	return &targetError{Reason: reason, Err: fmt.Errorf(format, args...)}
+	return names.FieldPatch(cluster, namespace, name)
 }
 
 // resolveTarget validates the target reference and returns an empty
@@ -286,29 +204,29 @@ func (r *Reconciler) resolveTarget(obj v1alpha1.Patcher) (*unstructured.Unstruct
 	t := obj.PatchSpec().Target
 	gv, err := schema.ParseGroupVersion(t.APIVersion)
 	if err != nil {
-		return nil, stalled(ReasonInvalidTarget, "target apiVersion %q: %v", t.APIVersion, err)
+		return nil, skeleton.Terminal(ReasonInvalidTarget, "target apiVersion %q: %v", t.APIVersion, err)
 	}
 	gvk := gv.WithKind(t.Kind)
 	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, obj.TargetNamespace(), t.Name, r.Tenancy.OwnNamespace); ok {
-		return nil, stalled(ReasonForbiddenTarget, "target %s %s is %s; fieldops does not patch its own objects", t.Kind, t.Name, why)
+		return nil, skeleton.Terminal(ReasonForbiddenTarget, "target %s %s is %s; fieldops does not patch its own objects", t.Kind, t.Name, why)
 	}
 	if !r.Cluster && t.Namespace != "" && t.Namespace != obj.GetNamespace() {
-		return nil, stalled(ReasonCrossNamespaceTarget, "a FieldPatch may only target its own namespace %q, not %q: use a ClusterFieldPatch", obj.GetNamespace(), t.Namespace)
+		return nil, skeleton.Terminal(ReasonCrossNamespaceTarget, "a FieldPatch may only target its own namespace %q, not %q: use a ClusterFieldPatch", obj.GetNamespace(), t.Namespace)
 	}
 	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: fmt.Errorf("kind %s is not served by the apiserver", gvk)}
+			return nil, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: fmt.Errorf("kind %s is not served by the apiserver", gvk)}
 		}
-		return nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err}
+		return nil, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
 	}
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	ns := obj.TargetNamespace()
 	switch {
 	case namespaced && ns == "":
-		return nil, stalled(ReasonInvalidTarget, "target %s is namespaced: set spec.target.namespace", gvk.Kind)
+		return nil, skeleton.Terminal(ReasonInvalidTarget, "target %s is namespaced: set spec.target.namespace", gvk.Kind)
 	case !namespaced && !r.Cluster:
-		return nil, stalled(ReasonInvalidTarget, "target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
+		return nil, skeleton.Terminal(ReasonInvalidTarget, "target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
 	case !namespaced:
 		ns = ""
 	}
@@ -344,31 +262,34 @@ func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, arg
 	}
 }
 
-// fail records err in status and as an event and decides the retry. What
-// it reports (and returns, for the controller's log) is
-// ownershipcore.SafeMessage(err): no Go internals, no values of the target.
-func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {
+// fail records err in status and as an event, and ends the reconcile.
+// What it reports (and returns, for the controller's log) is
+// ownershipcore.SafeMessage(err): no Go internals, no values of the
+// target. A spec error (skeleton.Terminal) is Stalled and returned as
+// the terminal error it is; a skeleton.ReasonError that is not terminal
+// is Stalled and retried slowly.
+func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (skeleton.Step, error) {
 	st, gen := obj.PatchStatus(), obj.GetGeneration()
 	msg := ownershipcore.SafeMessage(err)
-	var te *targetError
-	if errors.As(err, &te) {
-		setStalled(st, gen, te.Reason, notes.Condition(msg))
-		r.event(obj, corev1.EventTypeWarning, te.Reason, "%s", msg)
-		if te.Retry {
-			return ctrl.Result{RequeueAfter: transientRetry}, nil
+	if re, ok := skeleton.Reason(err); ok {
+		msg = ownershipcore.SafeMessage(re)
+		setStalled(st, gen, re.Reason, notes.Condition(msg))
+		r.event(obj, corev1.EventTypeWarning, re.Reason, "%s", msg)
+		if skeleton.IsTerminal(err) {
+			return skeleton.Stop(ctrl.Result{}), reconcile.TerminalError(errors.New(msg))
 		}
-		return ctrl.Result{}, nil
+		return skeleton.Stop(ctrl.Result{RequeueAfter: transientRetry}), nil
 	}
 	if apierrors.IsForbidden(err) {
 		// The account may not do this: retried slowly (RBAC may change),
 		// never in a hot loop.
 		setWaiting(st, gen, ReasonForbidden, notes.Condition(msg))
 		r.event(obj, corev1.EventTypeWarning, ReasonForbidden, "%s", msg)
-		return ctrl.Result{RequeueAfter: transientRetry}, nil
+		return skeleton.Stop(ctrl.Result{RequeueAfter: transientRetry}), nil
 	}
 	setWaiting(st, gen, ReasonApplyFailed, notes.Condition(msg))
 	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", msg)
-	return ctrl.Result{}, errors.New(msg)
+	return skeleton.Stop(ctrl.Result{}), errors.New(msg)
 }
 
 // applierFor returns the Applier of the account obj acts as, and that
@@ -377,7 +298,7 @@ func (r *Reconciler) applierFor(obj v1alpha1.Patcher) (*ownershipcore.Applier, t
 	spec := obj.PatchSpec()
 	account, err := tenant.Resolve(r.Tenancy, obj.GetNamespace(), spec.ServiceAccountName, spec.ServiceAccountNamespace)
 	if err != nil {
-		return nil, account, stalled(ReasonInvalidTarget, "%v", err)
+		return nil, account, skeleton.Terminal(ReasonInvalidTarget, "%v", err)
 	}
 	if r.Tenants == nil || account.IsManager() {
 		return r.Applier, account, nil

@@ -70,7 +70,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	// A copy still holding the finalizer is older than this write: a
 	// reconcile of it (our hand-back's echo on the target) waits for the
 	// cache instead of giving back and removing the finalizer again.
-	r.writtenAt(obj, before.GetResourceVersion(), obj.GetResourceVersion())
+	r.writes().WrittenAt(obj, before.GetResourceVersion(), obj.GetResourceVersion())
 	return ctrl.Result{}, nil
 }
 

@@ -60,10 +60,10 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, fmt.Errorf("record previous owners: %w", err)
 	}
-	r.wrote(fresh, rv)
+	r.writes().Wrote(fresh, rv)
 	if obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
 		// The cached copy we started from is older too.
-		r.writtenAt(obj, obj.GetResourceVersion(), fresh.GetResourceVersion())
+		r.writes().WrittenAt(obj, obj.GetResourceVersion(), fresh.GetResourceVersion())
 	}
 	return l, nil
 }

@@ -14,185 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
-	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
-
-// reconcileNormal applies the patch: resolve the target → build the intent
-// → follow and extend the record of previous owners → give back fields
-// that left the patch → back off from a contesting manager → apply →
-// report.
-func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) (ctrl.Result, error) {
-	st, spec, gen := obj.PatchStatus(), obj.PatchSpec(), obj.GetGeneration()
-	manager := r.managerName(obj)
-	st.FieldManager = manager
-	if spec.Suspend {
-		set(st, gen, ConditionReady, metav1.ConditionFalse, ReasonSuspended, "reconciliation is suspended")
-		st.ObservedGeneration = gen
-		return ctrl.Result{}, nil
-	}
-
-	ref, err := r.resolveTarget(obj)
-	if err != nil {
-		return r.fail(obj, err)
-	}
-	applier, account, err := r.applierFor(obj)
-	if err != nil {
-		return r.fail(obj, err)
-	}
-	if err := r.watches.Track(obj, account, ref); err != nil {
-		return r.fail(obj, err)
-	}
-	live, err := applier.Get(ctx, ref)
-	if err != nil {
-		return r.fail(obj, tenant.Explain(account, err))
-	}
-	if live == nil {
-		return r.targetMissing(obj, ref)
-	}
-	if who, ok := ownedByFieldops(live, manager); ok {
-		return r.fail(obj, stalled(ReasonForbiddenTarget, "target %s %s is managed by fieldops (%s); fieldops does not patch its own objects", ref.GetKind(), objectName(ref), who))
-	}
-
-	intent, intentSet, err := r.intent(ctx, obj, live, manager)
-	if err != nil && spec.Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, obj) {
-		// A JSON patch's test ops are judged with the record of the fields
-		// the patch took; a cached FieldPatch may lag behind our own last
-		// status write, so judge again with the apiserver's.
-		intent, intentSet, err = r.intent(ctx, obj, live, manager)
-	}
-	if err != nil {
-		return r.fail(obj, err)
-	}
-	owners, present, err := r.observeTarget(live)
-	if err != nil {
-		return r.fail(obj, err)
-	}
-	ledger, err := patchintent.ReadLedger(st, string(live.GetUID()))
-	if err != nil {
-		return r.fail(obj, err)
-	}
-	recordedBefore := ledger.Recorded.Copy()
-	ledger.Follow(owners, present, manager)
-	if ledger, err = r.recordOwners(ctx, obj, ledger, live, intent, owners, present, intentSet, manager); err != nil {
-		return r.fail(obj, err)
-	}
-	// What the apply starts from: the target as read, or as the hand-back
-	// of dropped fields left it.
-	current, err := r.giveBackDropped(ctx, applier, obj, ref, live, owners, ledger, intentSet, manager)
-	if err != nil {
-		return r.fail(obj, tenant.Explain(account, err))
-	}
-
-	// Drift on our fields caused by another manager since our last write:
-	// repair, unless that manager keeps taking them back, then back off.
-	// Another fieldops object is never fought: that is a configuration
-	// conflict for people to settle.
-	key, now := contestKey(obj, string(live.GetUID())), time.Now()
-	if old := st.TargetUID; old != "" && old != string(live.GetUID()) {
-		r.contests.Forget(contestKey(obj, old)) // the contest was over an object that is gone
-	}
-	drifter, drifted := "", false
-	if st.LastAppliedTime != nil && st.ObservedGeneration == gen {
-		if drifter, drifted, err = r.drifter(live, intent, intentSet.Intersection(recordedBefore), manager, yieldsTo(spec)); err != nil {
-			return r.fail(obj, err)
-		}
-		if rival, ok := ownershipcore.ParseManager(drifter); ok {
-			return r.contestedByFieldops(obj, ledger, live, drifter, rival)
-		}
-		if at := r.contests.Next(key, drifter, now); drifted && !at.IsZero() {
-			msg := fmt.Sprintf("field manager %s keeps taking back patched fields; next repair at %s", ownershipcore.DescribeManager(drifter), at.UTC().Format(time.RFC3339))
-			requeue := at.Sub(now)
-			if left := r.contested(obj, drifter, msg, now); left > 0 && left < requeue {
-				requeue = left
-			}
-			return ctrl.Result{RequeueAfter: requeue}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
-		}
-	}
-
-	strategy, err := r.strategy(obj)
-	if err != nil {
-		return r.fail(obj, err)
-	}
-	res, err := applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), Live: current})
-	err = tenant.Explain(account, err)
-	r.observe(ref.GetKind(), res, err, drifter)
-	var conflictErr *ownershipcore.ConflictError
-	switch {
-	case errors.As(err, &conflictErr):
-		msg := describeConflicts(conflictErr.Conflicts)
-		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
-		r.event(obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
-		return ctrl.Result{}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
-	case errors.Is(err, ownershipcore.ErrTargetGone):
-		return r.targetMissing(obj, ref)
-	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return r.fail(obj, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err})
-	case errors.Is(err, ownershipcore.ErrInvalidIntent):
-		// Refused locally, before any request: only a spec change helps.
-		return r.fail(obj, stalled(ReasonInvalidPatch, "%w", err))
-	case ownershipcore.IsTerminal(err):
-		// 422 Invalid, 400, or a 500 for a patch the apiserver cannot type
-		// (a float where an int32 belongs): terminal until the spec changes.
-		return r.fail(obj, stalled(ReasonInvalidPatch, "the apiserver rejected the patch: %w", err))
-	case err != nil:
-		return r.fail(obj, err)
-	}
-	log.FromContext(ctx).V(1).Info("applied", "action", res.Action, "target", objectName(ref), "forced", len(res.Forced), "yielded", len(res.Yielded))
-
-	requeue := time.Duration(0)
-	if res.Action == ownershipcore.ActionConfigured || res.Action == ownershipcore.ActionCreated {
-		r.watches.Wrote(obj, res.Object) // its watch event is our own write
-		st.LastAppliedTime = &metav1.Time{Time: now}
-		switch {
-		case drifter != "" && r.contests.Repaired(key, drifter, now) >= 2:
-			r.event(obj, corev1.EventTypeWarning, ReasonContested, "field manager %s took patched fields back again; repairs are backed off", ownershipcore.DescribeManager(drifter))
-			requeue = r.contests.Base() // see whether the repair holds
-		case drifted && drifter != "":
-			r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %s", ownershipcore.DescribeManager(drifter))
-		case drifted:
-			r.event(obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
-		default:
-			r.event(obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(patchintent.Leaves(intentSet)), ref.GetKind(), objectName(ref))
-		}
-	} else if d := r.contests.Settle(key, now); d > 0 {
-		requeue = d
-	}
-	if res.Object != nil {
-		if after, err := ownershipcore.Owners(res.Object); err == nil {
-			ledger.Observe(after)
-		}
-	}
-	if err := patchintent.WriteLedger(st, ledger, string(live.GetUID())); err != nil {
-		return r.fail(obj, err)
-	}
-	if err := r.reportFields(st, res.Object, manager); err != nil {
-		return r.fail(obj, err)
-	}
-	st.ObservedGeneration = gen
-	if c := r.contests.Current(key, now); c != "" {
-		if left := r.contested(obj, c, fmt.Sprintf("field manager %s keeps taking back patched fields; repairs are backed off", ownershipcore.DescribeManager(c)), now); left > 0 && (requeue == 0 || left < requeue) {
-			requeue = left
-		}
-		return ctrl.Result{RequeueAfter: requeue}, nil
-	}
-	st.ContestedBy, st.ContestedSince = "", nil
-	msg := fmt.Sprintf("%d fields applied to %s %s", st.FieldCount, ref.GetKind(), objectName(ref))
-	if len(res.Yielded) > 0 {
-		msg += "; yielded " + describeConflicts(res.Yielded)
-	}
-	setReady(st, gen, msg)
-	return ctrl.Result{RequeueAfter: requeue}, nil
-}
 
 // refreshRecord reads obj fresh from the apiserver and, when its record of
 // previous owners differs from the cached copy's, takes the fresh record
@@ -213,13 +45,13 @@ func (r *Reconciler) refreshRecord(ctx context.Context, obj v1alpha1.Patcher) bo
 // targetMissing reports a target that does not exist (or was replaced
 // while we wrote): nothing is written, and the target's watch brings the
 // patch back when it appears.
-func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstructured) (ctrl.Result, error) {
+func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstructured) (skeleton.Step, error) {
 	msg := fmt.Sprintf("target %s %s not found; it is patched when it appears", ref.GetKind(), objectName(ref))
 	if c := meta.FindStatusCondition(obj.PatchStatus().Conditions, ConditionReady); c == nil || c.Reason != ReasonTargetNotFound {
 		r.event(obj, corev1.EventTypeWarning, ReasonTargetNotFound, "%s", msg)
 	}
 	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonTargetNotFound, msg)
-	return ctrl.Result{}, nil
+	return skeleton.Stop(ctrl.Result{}), nil
 }
 
 // contestedByFieldops reports that another fieldops object took patched
@@ -227,14 +59,14 @@ func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstr
 // forever); the patch waits until that object lets the fields go (it is
 // deleted and hands them back, or its patch changes), which the target's
 // watch brings here.
-func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, manager string, rival ownershipcore.FieldopsObject) (ctrl.Result, error) {
+func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, manager string, rival ownershipcore.FieldopsObject) (skeleton.Step, error) {
 	st := obj.PatchStatus()
 	msg := fmt.Sprintf("%s (field manager %q) took patched fields; fieldops objects do not fight each other: change or delete one of them", rival, manager)
 	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || (c.Reason != ReasonContested && c.Reason != ReasonContestTimeout) || st.ContestedBy != manager {
 		r.event(obj, corev1.EventTypeWarning, ReasonContested, "%s", msg)
 	}
 	left := r.contested(obj, manager, msg, time.Now())
-	return ctrl.Result{RequeueAfter: left}, patchintent.WriteLedger(st, ledger, string(live.GetUID()))
+	return skeleton.Stop(ctrl.Result{RequeueAfter: left}), patchintent.WriteLedger(st, ledger, string(live.GetUID()))
 }
 
 // contestKey names the contest over one target: a recreated target (a new
@@ -365,11 +197,11 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	spec := obj.PatchSpec()
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
-		return nil, nil, stalled(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
+		return nil, nil, skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
 	}
 	extra, failed, err := r.Plugins.IgnoredPaths(ctx, spec.IgnorePlugins, live)
 	if err != nil {
-		return nil, nil, stalled(ReasonPluginUnavailable, "ignorePlugins: %v", err)
+		return nil, nil, skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
 	}
 	pluginFailure := ""
 	for _, f := range failed {
@@ -382,9 +214,9 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	var invalid *patchintent.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, nil, stalled(ReasonInvalidPatch, "%v", invalid.Err)
+		return nil, nil, skeleton.Terminal(ReasonInvalidPatch, "%v", invalid.Err)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return nil, nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err}
+		return nil, nil, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
 	case err != nil:
 		return nil, nil, err
 	}
@@ -457,7 +289,7 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 		conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), msg)
 	})
 	if err != nil {
-		return nil, stalled(ReasonPluginUnavailable, "conflictPlugin: %v", err)
+		return nil, skeleton.Terminal(ReasonPluginUnavailable, "conflictPlugin: %v", err)
 	}
 	return conflicts.Rules(spec.ConflictRules, s), nil
 }

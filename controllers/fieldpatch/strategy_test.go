@@ -1,11 +1,11 @@
 package fieldpatch
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -47,8 +47,8 @@ func TestStrategyLookup(t *testing.T) {
 				}
 				return
 			}
-			var te *targetError
-			if got != nil || !errors.As(err, &te) || te.Reason != ReasonInvalidPatch || te.Retry || !strings.Contains(err.Error(), string(tc.policy)) {
+			te, ok := skeleton.Reason(err)
+			if got != nil || !ok || te.Reason != ReasonInvalidPatch || !skeleton.IsTerminal(err) || !strings.Contains(err.Error(), string(tc.policy)) {
 				t.Fatalf("got %v, %v; want no strategy and a terminal InvalidPatch error naming %q", got, err, tc.policy)
 			}
 		})

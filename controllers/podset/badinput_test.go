@@ -26,6 +26,9 @@ func TestSelectorMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReason(t, ps, podset.ReasonInvalidSpec)
+	if ps.Status.ObservedGeneration == ps.Generation {
+		t.Errorf("observedGeneration %d moved for an invalid spec; it moves only on success", ps.Status.ObservedGeneration)
+	}
 	kit.HasEvent(t, ns, "mismatch", podset.ReasonInvalidSpec, "does not match the template labels")
 	if n := len(pods(t, ps)); n != 0 {
 		t.Fatalf("%d pods created for an invalid spec", n)

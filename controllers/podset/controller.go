@@ -2,16 +2,9 @@ package podset
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,20 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
-	"github.com/fieldops/fieldops/feature"
-	"github.com/fieldops/fieldops/metrics"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // ManagerPrefix: a PodSet applies pods with
 // ownershipcore.ManagerName("fieldops-podset", namespace, name).
-const ManagerPrefix = "fieldops-podset"
+const ManagerPrefix = names.PodSetPrefix
 
 // ManagerName is the field manager of the PodSet namespace/name.
 func ManagerName(namespace, name string) string {
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+	return names.PodSet(namespace, name)
 }
 
 // Reconciler reconciles PodSets.
@@ -54,11 +46,14 @@ type Reconciler struct {
 	// validated holds "<uid>/<revision>" of templates the apiserver
 	// accepted in a dry run.
 	validated sync.Map
+	once      sync.Once
+	skel      *skeleton.Reconciler[*v1alpha1.PodSet, *pass]
 }
 
 // SetupWithManager registers the controller; events of the pods a PodSet
 // controls reconcile it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.skeleton()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PodSet{}).
 		Owns(&corev1.Pod{}).
@@ -67,34 +62,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile: validate → scale down → create missing pods → update pods in
-// place or recreate them → status, written once in the defer. Pods carry an
-// ownerReference, so deleting the PodSet lets the garbage collector delete
-// them.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	ps := &v1alpha1.PodSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ps); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !ps.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	before := ps.DeepCopy()
-	defer func() {
-		if equality.Semantic.DeepEqual(before.Status, ps.Status) {
-			return
-		}
-		if err := r.Client.Status().Patch(ctx, ps, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
-		}
-	}()
-	return r.reconcile(ctx, ps)
+// Reconcile is the shared skeleton (controllers/internal/skeleton): get →
+// status written once, in the defer → the phases: validate → revision →
+// list pods → scale down → create missing pods → update pods in place or
+// recreate them → report. There is no finalizer: pods carry an
+// ownerReference, so deleting the PodSet lets the garbage collector
+// delete them.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.skeleton().Reconcile(ctx, req)
 }
 
-// invalidSpec is a spec problem: reported, nothing changed.
-type invalidSpec struct{ msg string }
-
-func (e invalidSpec) Error() string { return e.msg }
+// skeleton is the reconcile's shape, built once.
+func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.PodSet, *pass] {
+	r.once.Do(func() {
+		r.skel = &skeleton.Reconciler[*v1alpha1.PodSet, *pass]{
+			Client:             r.Client,
+			New:                func() *v1alpha1.PodSet { return &v1alpha1.PodSet{} },
+			Status:             func(ps *v1alpha1.PodSet) any { return ps.Status },
+			ObservedGeneration: func(ps *v1alpha1.PodSet) *int64 { return &ps.Status.ObservedGeneration },
+			Scope:              func(ps *v1alpha1.PodSet) *pass { return &pass{ps: ps} },
+			Phases: []skeleton.Phase[*pass]{
+				{Name: "validate", Run: r.phaseValidate},
+				{Name: "revision", Run: r.phaseRevision},
+				{Name: "list pods", Run: r.phaseListPods},
+				{Name: "scale down", Run: r.phaseScaleDown},
+				{Name: "create pods", Run: r.phaseCreate},
+				{Name: "update pods", Run: r.phaseUpdate},
+				{Name: "report", Run: r.phaseReport},
+			},
+		}
+	})
+	return r.skel
+}
 
 // validate checks what the CRD schema cannot: replicas, the selector and
 // its match with the template labels, maxUnavailable. It returns the
@@ -105,23 +104,23 @@ func validate(ps *v1alpha1.PodSet) (labels.Selector, int, int, error) {
 		replicas = int(*ps.Spec.Replicas)
 	}
 	if replicas < 0 {
-		return nil, 0, 0, invalidSpec{fmt.Sprintf("spec.replicas is %d; it must be 0 or more", replicas)}
+		return nil, 0, 0, skeleton.Terminal(ReasonInvalidSpec, "spec.replicas is %d; it must be 0 or more", replicas)
 	}
 	if ps.Spec.Selector == nil || (len(ps.Spec.Selector.MatchLabels) == 0 && len(ps.Spec.Selector.MatchExpressions) == 0) {
-		return nil, 0, 0, invalidSpec{"spec.selector is required and must not be empty"}
+		return nil, 0, 0, skeleton.Terminal(ReasonInvalidSpec, "spec.selector is required and must not be empty")
 	}
 	sel, err := metav1.LabelSelectorAsSelector(ps.Spec.Selector)
 	if err != nil {
-		return nil, 0, 0, invalidSpec{fmt.Sprintf("spec.selector: %v", err)}
+		return nil, 0, 0, skeleton.Terminal(ReasonInvalidSpec, "spec.selector: %v", err)
 	}
 	if !sel.Matches(labels.Set(ps.Spec.Template.Metadata.Labels)) {
-		return nil, 0, 0, invalidSpec{fmt.Sprintf("spec.selector %q does not match the template labels %v", sel.String(), ps.Spec.Template.Metadata.Labels)}
+		return nil, 0, 0, skeleton.Terminal(ReasonInvalidSpec, "spec.selector %q does not match the template labels %v", sel.String(), ps.Spec.Template.Metadata.Labels)
 	}
 	maxUnavailable := 1
 	if mu := ps.Spec.UpdateStrategy.MaxUnavailable; mu != nil {
 		v, err := intstr.GetScaledValueFromIntOrPercent(mu, replicas, false)
 		if err != nil {
-			return nil, 0, 0, invalidSpec{fmt.Sprintf("spec.updateStrategy.maxUnavailable: %v", err)}
+			return nil, 0, 0, skeleton.Terminal(ReasonInvalidSpec, "spec.updateStrategy.maxUnavailable: %v", err)
 		}
 		if v > 1 {
 			maxUnavailable = v
@@ -192,174 +191,4 @@ func (r *Reconciler) event(ps *v1alpha1.PodSet, pod *corev1.Pod, typ, reason, fo
 		related = pod
 	}
 	r.Recorder.Eventf(ps, related, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
-}
-
-// reconcile brings the pods to the spec.
-func (r *Reconciler) reconcile(ctx context.Context, ps *v1alpha1.PodSet) (ctrl.Result, error) {
-	st, gen := &ps.Status, ps.Generation
-	sel, replicas, maxUnavailable, err := validate(ps)
-	if err != nil {
-		if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c == nil || c.Message != err.Error() {
-			r.event(ps, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "%v", err)
-		}
-		conditions.SetStalled(&st.Conditions, gen, ReasonInvalidSpec, err.Error())
-		st.ObservedGeneration = gen
-		return ctrl.Result{}, nil
-	}
-	manager := ManagerName(ps.Namespace, ps.Name)
-	revision := Revision(&ps.Spec.Template.Spec)
-	st.Selector, st.UpdateRevision = sel.String(), revision
-	if st.CurrentRevision == "" {
-		st.CurrentRevision = revision
-	}
-	// A template the apiserver rejects must not cost a running pod: check
-	// each new revision with a server-side dry run before any write.
-	if key := string(ps.UID) + "/" + revision; !r.isValidated(key) {
-		probe := desiredPod(ps, 0, revision)
-		probe.Name, probe.GenerateName = "", ps.Name+"-dry-run-"
-		if err := r.Client.Create(ctx, probe, client.DryRunAll); err != nil {
-			return r.podFailed(ps, "template", err)
-		}
-		r.validated.Store(key, true)
-	}
-	pods, strays, err := r.pods(ctx, ps, sel)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
-	// Scale down, highest ordinal first; pods under foreign names go too.
-	var ordinals []int
-	for i := range pods {
-		ordinals = append(ordinals, i)
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(ordinals)))
-	for _, i := range ordinals {
-		if i < replicas {
-			break
-		}
-		strays = append(strays, pods[i])
-		delete(pods, i)
-	}
-	for _, p := range strays {
-		if !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return r.podFailed(ps, p.Name, err)
-		}
-		r.event(ps, p, corev1.EventTypeNormal, ReasonScaledDown, "deleted pod %s (replicas %d)", p.Name, replicas)
-	}
-
-	// Create the missing ordinals.
-	for i := 0; i < replicas; i++ {
-		if pods[i] != nil {
-			continue
-		}
-		want := desiredPod(ps, i, revision)
-		if _, err := r.apply(ctx, want, manager); err != nil {
-			return r.podFailed(ps, want.Name, err)
-		}
-		r.event(ps, want, corev1.EventTypeNormal, ReasonCreated, "created pod %s at revision %s", want.Name, revision)
-	}
-
-	// Update: in place for metadata, recreate for the spec, highest
-	// ordinal first, never more than maxUnavailable unready.
-	unavailable := 0
-	for i := 0; i < replicas; i++ {
-		if !ready(pods[i]) {
-			unavailable++
-		}
-	}
-	inPlace := r.Gates.Enabled(feature.InPlacePodMetadata)
-	updated, waiting := 0, 0
-	for i := replicas - 1; i >= 0; i-- {
-		p := pods[i]
-		if p == nil || !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		want := desiredPod(ps, i, revision)
-		d, err := PodDiff(p, want, manager)
-		if err != nil {
-			return r.podFailed(ps, p.Name, err)
-		}
-		if d == MetadataOnly && !inPlace {
-			d = RequiresRestart
-		}
-		switch d {
-		case None:
-			updated++
-		case MetadataOnly:
-			res, err := r.apply(ctx, want, manager)
-			if err != nil {
-				return r.podFailed(ps, p.Name, err)
-			}
-			updated++
-			if res.Action != ownershipcore.ActionUnchanged { // a stale cache may ask twice
-				metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace).Inc()
-				r.event(ps, p, corev1.EventTypeNormal, ReasonUpdatedInPlace, "applied the template's labels and annotations to pod %s in place", p.Name)
-			}
-		case RequiresRestart:
-			wasReady := ready(p)
-			if wasReady && unavailable >= maxUnavailable {
-				waiting++
-				continue
-			}
-			if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-				return r.podFailed(ps, p.Name, err)
-			}
-			if wasReady {
-				unavailable++
-			}
-			metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeRecreate).Inc()
-			why := fmt.Sprintf("template.spec changed (revision %s → %s)", p.Labels[RevisionLabel], revision)
-			if p.Labels[RevisionLabel] == revision {
-				why = "labels or annotations changed and InPlacePodMetadata is off"
-			}
-			r.event(ps, p, corev1.EventTypeNormal, ReasonRestarted, "recreating pod %s: %s", p.Name, why)
-		}
-	}
-
-	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = 0, 0, int32(updated)
-	for i := 0; i < replicas; i++ {
-		if pods[i] != nil {
-			st.Replicas++
-			if ready(pods[i]) {
-				st.ReadyReplicas++
-			}
-		}
-	}
-	if updated == replicas {
-		st.CurrentRevision = revision
-	}
-	st.ObservedGeneration = gen
-	if updated == replicas && int(st.ReadyReplicas) == replicas && len(pods) == replicas {
-		conditions.SetReady(&st.Conditions, gen, ReasonReady, fmt.Sprintf("%d/%d pods ready at revision %s", replicas, replicas, revision))
-		return ctrl.Result{}, nil
-	}
-	msg := fmt.Sprintf("%d/%d pods ready, %d updated to revision %s", st.ReadyReplicas, replicas, updated, revision)
-	if waiting > 0 {
-		msg += fmt.Sprintf("; %d waiting to be recreated (maxUnavailable %d)", waiting, maxUnavailable)
-	}
-	conditions.SetWaiting(&st.Conditions, gen, ReasonProgressing, msg)
-	return ctrl.Result{}, nil
-}
-
-// podFailed reports a failed pod write: PodRejected (stalled until the spec
-// changes) when the apiserver refused the pod, otherwise PodFailed and a
-// retry with backoff.
-func (r *Reconciler) podFailed(ps *v1alpha1.PodSet, name string, err error) (ctrl.Result, error) {
-	st, gen := &ps.Status, ps.Generation
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-		msg := fmt.Sprintf("the apiserver rejected the pod (%s): %v", name, err)
-		if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c == nil || c.Message != msg {
-			r.event(ps, nil, corev1.EventTypeWarning, ReasonPodRejected, "%s", msg)
-		}
-		conditions.SetStalled(&st.Conditions, gen, ReasonPodRejected, msg)
-		st.ObservedGeneration = gen
-		return ctrl.Result{}, nil
-	}
-	msg := fmt.Sprintf("pod %s: %v", name, err)
-	r.event(ps, nil, corev1.EventTypeWarning, ReasonPodFailed, "%s", msg)
-	conditions.SetWaiting(&st.Conditions, gen, ReasonPodFailed, msg)
-	return ctrl.Result{}, errors.New(strings.TrimSpace(msg))
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/podset"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
@@ -109,8 +110,11 @@ func waitReason(t testing.TB, ps *v1alpha1.PodSet, reason string) {
 		if c == nil {
 			return false, "no Ready condition"
 		}
-		return c.Reason == reason && ps.Status.ObservedGeneration == ps.Generation,
-			fmt.Sprintf("gen %d/%d Ready=%s %s: %s", ps.Status.ObservedGeneration, ps.Generation, c.Status, c.Reason, c.Message)
+		// The condition is stamped with the generation every reconcile
+		// judged; status.observedGeneration moves only on success (an
+		// object that failed, a spec error leave it behind).
+		return c.Reason == reason && c.ObservedGeneration == ps.Generation && (ps.Status.ObservedGeneration == ps.Generation || !success(c)),
+			fmt.Sprintf("gen %d/%d/%d Ready=%s %s: %s", c.ObservedGeneration, ps.Status.ObservedGeneration, ps.Generation, c.Status, c.Reason, c.Message)
 	})
 }
 
@@ -129,4 +133,14 @@ func uids(m map[string]*corev1.Pod) map[string]string {
 		out[n] = string(p.UID)
 	}
 	return out
+}
+
+// success reports whether the reconcile that set c succeeded: only then
+// does status.observedGeneration move.
+func success(c *metav1.Condition) bool {
+	switch c.Reason {
+	case podset.ReasonInvalidSpec, podset.ReasonPodRejected, podset.ReasonPodFailed:
+		return false
+	}
+	return true
 }

@@ -2,12 +2,9 @@ package workload
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -16,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -33,7 +31,7 @@ const Finalizer = "fieldops.dev/prune"
 
 // ManagerPrefix: a workload applies with
 // ownershipcore.ManagerName("fieldops-workload", namespace, name).
-const ManagerPrefix = "fieldops-workload"
+const ManagerPrefix = names.WorkloadPrefix
 
 // objectIndex is the field index of ManagedWorkloads by the watch.Key of
 // each object in spec.resources.
@@ -62,11 +60,14 @@ type Reconciler struct {
 
 	watches  *watch.Watches
 	contests *ownershipcore.Contests
+	once     sync.Once
+	skel     *skeleton.Reconciler[*v1alpha1.ManagedWorkload, *pass]
 }
 
 // SetupWithManager registers the controller, its object index and the
 // on-demand watches of the applied kinds.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.skeleton()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ManagedWorkload{}, objectIndex, func(o client.Object) []string {
 		return indexKeys(o.(*v1alpha1.ManagedWorkload))
 	}); err != nil {
@@ -95,42 +96,39 @@ func (r *Reconciler) checkPlugin(name string) (ownershipcore.IgnorablePaths, err
 
 // ManagerName is the field manager of the workload namespace/name.
 func ManagerName(namespace, name string) string {
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+	return names.Workload(namespace, name)
 }
 
-// Reconcile: get → delete or finalizer → apply every object → prune the
-// ones that left → status written once, in the defer.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	mw := &v1alpha1.ManagedWorkload{}
-	if err := r.Client.Get(ctx, req.NamespacedName, mw); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.watches.Release(req.NamespacedName) // its objects are watched no more
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	before := mw.DeepCopy()
-	defer func() {
-		if !mw.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(mw, Finalizer) {
-			return // gone
-		}
-		if equality.Semantic.DeepEqual(before.Status, mw.Status) {
-			return
-		}
-		if err := r.Client.Status().Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
-		}
-	}()
+// Reconcile is the shared skeleton (controllers/internal/skeleton): get →
+// finalizer → status written once, in the defer → reconcileDelete, or the
+// phases: settings → spec → apply every object → prune the ones that left
+// → report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.skeleton().Reconcile(ctx, req)
+}
 
-	if !mw.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, mw)
-	}
-	if controllerutil.AddFinalizer(mw, Finalizer) {
-		if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+// skeleton is the reconcile's shape, built once.
+func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.ManagedWorkload, *pass] {
+	r.once.Do(func() {
+		r.skel = &skeleton.Reconciler[*v1alpha1.ManagedWorkload, *pass]{
+			Client:             r.Client,
+			New:                func() *v1alpha1.ManagedWorkload { return &v1alpha1.ManagedWorkload{} },
+			Finalizer:          Finalizer,
+			Status:             func(mw *v1alpha1.ManagedWorkload) any { return mw.Status },
+			ObservedGeneration: func(mw *v1alpha1.ManagedWorkload) *int64 { return &mw.Status.ObservedGeneration },
+			Scope:              newPass,
+			Phases: []skeleton.Phase[*pass]{
+				{Name: "settings", Run: r.phaseSettings},
+				{Name: "spec", Run: r.phaseSpec},
+				{Name: "apply", Run: r.phaseApply},
+				{Name: "prune", Run: r.phasePrune},
+				{Name: "report", Run: r.phaseReport},
+			},
+			Delete: r.reconcileDelete,
+			Forget: func(key client.ObjectKey) { r.watches.Release(key) }, // its objects are watched no more
 		}
-		before = mw.DeepCopy()
-	}
-	return r.reconcileNormal(ctx, mw)
+	})
+	return r.skel
 }
 
 // event records an event regarding mw; related, when not nil, is the
@@ -162,15 +160,15 @@ func (r *Reconciler) applierFor(mw *v1alpha1.ManagedWorkload) (*ownershipcore.Ap
 // checkTarget refuses objects that are part of fieldops itself and, with
 // --no-cross-namespace-refs, objects outside the workload's namespace.
 func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
-	if o.intent == nil {
+	if o.Intent == nil {
 		return nil
 	}
-	gvk := o.intent.GroupVersionKind()
-	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, o.intent.GetNamespace(), o.intent.GetName(), r.Tenancy.OwnNamespace); ok {
-		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.intent.GetNamespace(), o.intent.GetName()), why)
+	gvk := o.Intent.GroupVersionKind()
+	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, o.Intent.GetNamespace(), o.Intent.GetName(), r.Tenancy.OwnNamespace); ok {
+		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), why)
 	}
-	if r.Tenancy.NoCrossNamespaceRefs && o.intent.GetNamespace() != p.mw.Namespace {
-		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.intent.GetNamespace(), o.intent.GetName()), p.mw.Namespace)
+	if r.Tenancy.NoCrossNamespaceRefs && o.Intent.GetNamespace() != p.mw.Namespace {
+		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), p.mw.Namespace)
 	}
 	return nil
 }

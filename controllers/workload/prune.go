@@ -170,6 +170,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 	if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	// A copy still holding the finalizer is older than this write.
+	r.skeleton().Writes.WrittenAt(mw, before.ResourceVersion, mw.ResourceVersion)
 	r.contests.ForgetPrefix(string(mw.UID) + "/") // its contests end with it
 	return ctrl.Result{}, nil
 }

@@ -38,11 +38,11 @@ func TestApplyOrder(t *testing.T) {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(apiVersion)
 		u.SetKind(kind)
-		return &object{index: i, intent: u, namespaced: namespaced}
+		return &object{Index: i, Intent: u, Namespaced: namespaced}
 	}
 	objs := []*object{
 		mk(0, "apps/v1", "Deployment", true),
-		{index: 1}, // unparsable
+		{Index: 1}, // unparsable
 		mk(2, "rbac.authorization.k8s.io/v1", "ClusterRole", false),
 		mk(3, "v1", "ConfigMap", true),
 		mk(4, "apiextensions.k8s.io/v1", "CustomResourceDefinition", false),
@@ -50,7 +50,7 @@ func TestApplyOrder(t *testing.T) {
 	}
 	var got []int
 	for _, o := range applyOrder(objs) {
-		got = append(got, o.index)
+		got = append(got, o.Index)
 	}
 	if want := []int{5, 4, 2, 0, 3, 1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("apply order %v, want %v", got, want)

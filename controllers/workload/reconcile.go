@@ -19,6 +19,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/conflicts"
@@ -51,6 +52,11 @@ type pass struct {
 	prev        map[string]v1alpha1.InventoryEntry
 	prevByIndex map[int]v1alpha1.InventoryEntry
 
+	// judged: a reconcile has judged this generation before (see judged).
+	judged bool
+	// inventory are the entries of the objects applied so far.
+	inventory []v1alpha1.InventoryEntry
+
 	pluginFailed        string
 	requeue             time.Duration
 	notConverged        []string
@@ -63,48 +69,55 @@ func (p *pass) after(d time.Duration) {
 	}
 }
 
-// reconcileNormal applies every object in order, prunes the ones that left
-// the spec and reports.
-func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWorkload) (ctrl.Result, error) {
-	st, gen := &mw.Status, mw.Generation
-	p := &pass{mw: mw, manager: ManagerName(mw.Namespace, mw.Name), ssa: r.Gates.Enabled(feature.ServerSideApply)}
+// newPass starts the pass of one reconcile of mw.
+func newPass(mw *v1alpha1.ManagedWorkload) *pass {
+	return &pass{mw: mw, judged: judged(mw)}
+}
+
+// judged reports whether a reconcile has judged mw's generation already
+// (the Ready condition is stamped with it): then live objects that differ
+// from the spec drifted, rather than wait for the spec's first apply.
+// status.observedGeneration is no such sign: it moves only on success.
+func judged(mw *v1alpha1.ManagedWorkload) bool {
+	c := meta.FindStatusCondition(mw.Status.Conditions, conditions.Ready)
+	return c != nil && c.ObservedGeneration == mw.Generation
+}
+
+// phaseSettings names the field manager and the mode; a suspended
+// workload is done.
+func (r *Reconciler) phaseSettings(_ context.Context, p *pass) (skeleton.Step, error) {
+	st, gen := &p.mw.Status, p.mw.Generation
+	p.manager, p.ssa = ManagerName(p.mw.Namespace, p.mw.Name), r.Gates.Enabled(feature.ServerSideApply)
 	st.FieldManager = p.manager
 	st.Mode = ModeLegacy
 	if p.ssa {
 		st.Mode = ModeServerSideApply
 	}
-	if mw.Spec.Suspend {
+	if p.mw.Spec.Suspend {
 		conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionFalse, ReasonSuspended, "reconciliation is suspended")
-		st.ObservedGeneration = gen
-		return ctrl.Result{}, nil
+		return skeleton.Finish(ctrl.Result{}), nil
 	}
-	ignore, err := ownershipcore.ParsePathSet(mw.Spec.IgnorePaths)
+	return skeleton.Next(), nil
+}
+
+// phaseSpec reads what the whole workload's spec says: the ignore paths,
+// the account, the plugins. A spec error is Stalled, a terminal error.
+func (r *Reconciler) phaseSpec(_ context.Context, p *pass) (skeleton.Step, error) {
+	ignore, err := ownershipcore.ParsePathSet(p.mw.Spec.IgnorePaths)
 	if err != nil {
-		conditions.SetStalled(&st.Conditions, gen, ReasonInvalidIgnorePath, err.Error())
-		r.event(mw, nil, corev1.EventTypeWarning, ReasonInvalidIgnorePath, "%v", err)
-		st.ObservedGeneration = gen
-		return ctrl.Result{}, nil
+		return r.stalled(p, skeleton.Terminal(ReasonInvalidIgnorePath, "%v", err))
 	}
 	p.ignore = ignore
-	applier, account, err := r.applierFor(mw)
-	if err != nil {
-		conditions.SetStalled(&st.Conditions, gen, ReasonInvalidObject, err.Error())
-		r.event(mw, nil, corev1.EventTypeWarning, ReasonInvalidObject, "%v", err)
-		return ctrl.Result{}, nil
+	if p.applier, p.account, err = r.applierFor(p.mw); err != nil {
+		return r.stalled(p, skeleton.Terminal(ReasonInvalidObject, "%v", err))
 	}
-	p.applier, p.account = applier, account
-	if len(mw.Spec.IgnorePlugins) > 0 {
-		for _, name := range mw.Spec.IgnorePlugins {
-			if _, err := r.checkPlugin(name); err != nil {
-				conditions.SetStalled(&st.Conditions, gen, ReasonPluginUnavailable, fmt.Sprintf("ignorePlugins: %v", err))
-				r.event(mw, nil, corev1.EventTypeWarning, ReasonPluginUnavailable, "ignorePlugins: %v", err)
-				st.ObservedGeneration = gen
-				return ctrl.Result{}, nil
-			}
+	for _, name := range p.mw.Spec.IgnorePlugins {
+		if _, err := r.checkPlugin(name); err != nil {
+			return r.stalled(p, skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err))
 		}
 	}
 	p.prev, p.prevByIndex = map[string]v1alpha1.InventoryEntry{}, map[int]v1alpha1.InventoryEntry{}
-	for _, e := range st.Inventory {
+	for _, e := range p.mw.Status.Inventory {
 		if k := entryKey(e); k != "" {
 			p.prev[k] = e
 		}
@@ -112,45 +125,62 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, mw *v1alpha1.ManagedWo
 			p.prevByIndex[e.Index] = e
 		}
 	}
+	return skeleton.Next(), nil
+}
 
-	var inventory []v1alpha1.InventoryEntry
-	for _, o := range applyOrder(parseObjects(mw, r.Client.RESTMapper())) {
-		inventory = append(inventory, r.reconcileObject(ctx, p, o))
+// stalled reports a spec error (a skeleton.Terminal): Stalled with its
+// reason, and an event.
+func (r *Reconciler) stalled(p *pass, err error) (skeleton.Step, error) {
+	re, _ := skeleton.Reason(err)
+	conditions.SetStalled(&p.mw.Status.Conditions, p.mw.Generation, re.Reason, re.Err.Error())
+	r.event(p.mw, nil, corev1.EventTypeWarning, re.Reason, "%v", re.Err)
+	return skeleton.Stop(ctrl.Result{}), err
+}
+
+// phaseApply applies every object in order.
+func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, error) {
+	for _, o := range applyOrder(parseObjects(p.mw, r.Client.RESTMapper())) {
+		p.inventory = append(p.inventory, r.reconcileObject(ctx, p, o))
 	}
-	r.watches.Sweep(mw) // objects that left the spec are watched no more
-	inventory = append(inventory, r.prune(ctx, p)...)
+	return skeleton.Next(), nil
+}
+
+// phasePrune removes the objects that left the spec and writes the new
+// inventory, in the spec's order.
+func (r *Reconciler) phasePrune(ctx context.Context, p *pass) (skeleton.Step, error) {
+	r.watches.Sweep(p.mw) // objects that left the spec are watched no more
+	inventory := append(p.inventory, r.prune(ctx, p)...)
 	sort.SliceStable(inventory, func(i, j int) bool {
 		a, b := inventory[i].Index, inventory[j].Index
 		return a >= 0 && (b < 0 || a < b)
 	})
-	st.Inventory = inventory
-	if p.created+p.configured > 0 || st.ObservedGeneration != gen || st.LastAppliedTime == nil {
+	p.mw.Status.Inventory = inventory
+	return skeleton.Next(), nil
+}
+
+// phaseReport sets the counts and conditions. The generation is
+// reconciled (observedGeneration moves) only when no object failed.
+func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, error) {
+	st := &p.mw.Status
+	if p.created+p.configured > 0 || !p.judged || st.LastAppliedTime == nil {
 		touched(st, time.Now())
 	}
 	r.report(p)
-	st.ObservedGeneration = gen
-	return ctrl.Result{RequeueAfter: p.requeue}, nil
+	if st.Failed > 0 {
+		return skeleton.Stop(ctrl.Result{RequeueAfter: p.requeue}), nil
+	}
+	return skeleton.NextAfter(p.requeue), nil
 }
 
 // reconcileObject applies one object and returns its inventory entry.
 func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1alpha1.InventoryEntry {
-	e := v1alpha1.InventoryEntry{Index: o.index}
-	prev, hadPrev := p.prevByIndex[o.index]
-	if o.intent != nil {
-		e.APIVersion, e.Kind, e.Namespace, e.Name = o.intent.GetAPIVersion(), o.intent.GetKind(), o.intent.GetNamespace(), o.intent.GetName()
-		if pk, ok := p.prev[o.key]; ok && o.key != "" {
-			prev, hadPrev = pk, true
-		}
-		if hadPrev && entryKey(prev) == o.key {
-			e.UID = prev.UID // kept when this apply fails
-		}
-	}
-	oe := o.err
+	e, prev, hadPrev := p.entry(o)
+	oe := o.Err
 	if oe == nil {
 		oe = r.checkTarget(p, o)
 	}
 	if oe == nil {
-		if err := r.watches.Ensure(p.mw, p.account, o.intent); err != nil {
+		if err := r.watches.Ensure(p.mw, p.account, o.Intent); err != nil {
 			oe = objErr(ReasonApplyFailed, true, "%v", err)
 		}
 	}
@@ -162,19 +192,43 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 		}
 	}
 	if oe != nil {
-		if e.Action == "" {
-			e.Action = ActionFailed
-		}
-		e.Reason, e.Message = oe.Reason, oe.Message
-		if oe.Retry {
-			p.after(transientRetry)
-		}
-		if !hadPrev || prev.Reason != oe.Reason || prev.Message != oe.Message {
-			r.event(p.mw, o.intent, corev1.EventTypeWarning, oe.Reason, "%s", oe.Message)
-		}
+		r.objectFailed(p, o, &e, oe, prev, hadPrev)
 	}
 	metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, e.Action).Inc()
 	return e
+}
+
+// entry starts o's inventory entry and finds its entry in the last
+// inventory (by key, else by index), if any.
+func (p *pass) entry(o *object) (e, prev v1alpha1.InventoryEntry, hadPrev bool) {
+	e = v1alpha1.InventoryEntry{Index: o.Index}
+	prev, hadPrev = p.prevByIndex[o.Index]
+	if o.Intent == nil {
+		return e, prev, hadPrev
+	}
+	e.APIVersion, e.Kind, e.Namespace, e.Name = o.Intent.GetAPIVersion(), o.Intent.GetKind(), o.Intent.GetNamespace(), o.Intent.GetName()
+	if pk, ok := p.prev[o.Key]; ok && o.Key != "" {
+		prev, hadPrev = pk, true
+	}
+	if hadPrev && entryKey(prev) == o.Key {
+		e.UID = prev.UID // kept when this apply fails
+	}
+	return e, prev, hadPrev
+}
+
+// objectFailed records oe in o's entry e, schedules the retry and sends
+// an event unless the last inventory already reported the same.
+func (r *Reconciler) objectFailed(p *pass, o *object, e *v1alpha1.InventoryEntry, oe *objectError, prev v1alpha1.InventoryEntry, hadPrev bool) {
+	if e.Action == "" {
+		e.Action = ActionFailed
+	}
+	e.Reason, e.Message = oe.Reason, oe.Message
+	if oe.Retry {
+		p.after(transientRetry)
+	}
+	if !hadPrev || prev.Reason != oe.Reason || prev.Message != oe.Message {
+		r.event(p.mw, o.Intent, corev1.EventTypeWarning, oe.Reason, "%s", oe.Message)
+	}
 }
 
 // ignoreFor is the ignore set for one object: spec.ignorePaths and what
@@ -204,7 +258,7 @@ func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.U
 // ownership first.
 func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	live, err := p.applier.Get(ctx, o.intent)
+	live, err := p.applier.Get(ctx, o.Intent)
 	if err != nil {
 		return classify(name, tenant.Explain(p.account, err))
 	}
@@ -213,7 +267,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		from.Insert(ownershipcore.ClientSideApplyManagers...)
 	}
 	if live != nil && ownershipcore.NeedsUpgrade(live, sets.List(from)) {
-		migrated, err := p.applier.UpgradeManagers(ctx, o.intent, sets.List(from), p.manager)
+		migrated, err := p.applier.UpgradeManagers(ctx, o.Intent, sets.List(from), p.manager)
 		if err != nil {
 			return objErr(ReasonApplyFailed, true, "%s: %v", name, tenant.Explain(p.account, err))
 		}
@@ -222,7 +276,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			if adopt {
 				how = "adopted from client-side apply: moved"
 			}
-			r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
+			r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
 			e.UID, e.Action = live.GetUID(), ActionMigrated
 			e.OwnedFields = prev.OwnedFields
 			p.after(migratedRecheck) // apply once the cache has the new managed fields
@@ -231,20 +285,20 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	subject := live
 	if subject == nil {
-		subject = o.intent
+		subject = o.Intent
 	}
 	ignore := r.ignoreFor(ctx, p, subject)
 	// Drift since our last apply, caused by another manager: repair it,
 	// unless that manager keeps taking the fields back (then back off), or
 	// is another fieldops object (then never: report it).
 	// One contest per object: a recreated object (new UID) starts with none.
-	key, now := string(p.mw.UID)+"/"+o.key, time.Now()
+	key, now := string(p.mw.UID)+"/"+o.Key, time.Now()
 	if live != nil {
 		key += "/" + string(live.GetUID())
 	}
 	drifter, drifted := "", false
-	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.mw.Status.ObservedGeneration == p.mw.Generation {
-		drifter, drifted = r.drifter(live, o.intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
+	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.judged {
+		drifter, drifted = r.drifter(live, o.Intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
 		if rival, ok := ownershipcore.ParseManager(drifter); ok {
 			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
 			return objErr(ReasonContested, false, "%s: %s (field manager %q) took fields of this workload; fieldops objects do not fight each other: change or delete one of them", name, rival, drifter)
@@ -255,7 +309,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", name, drifter, at.UTC().Format(time.RFC3339))
 		}
 	}
-	res, err := p.applier.Apply(ctx, o.intent, ownershipcore.ApplyOptions{
+	res, err := p.applier.Apply(ctx, o.Intent, ownershipcore.ApplyOptions{
 		FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
 		Live: live, // the read the drift check decided on; nothing wrote since
 	})
@@ -290,13 +344,13 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	switch res.Action {
 	case ownershipcore.ActionCreated:
 		p.created++
-		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+		r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
 		// Drift (seen before the apply, only when the spec did not change
 		// and not right after a migration) was repaired.
 		if drifted {
-			r.drift(p, name, live, o.intent)
+			r.drift(p, name, live, o.Intent)
 			if drifter != "" && r.contests.Repaired(key, drifter, now) >= 2 {
 				p.after(r.contests.Base()) // see whether the repair holds
 				return objErr(ReasonContested, false, "%s: field manager %q took fields of this workload back again; repairs are backed off", name, drifter)
@@ -363,7 +417,7 @@ func (r *Reconciler) drift(p *pass, name string, live, intent *unstructured.Unst
 // applyLegacyObject takes the legacy path for one object.
 func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, applied bool) *objectError {
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.intent, p.manager, func(obj *unstructured.Unstructured) *fieldset.Set {
+	action, obj, residual, err := r.applyLegacy(ctx, p.applier, o.Intent, p.manager, func(obj *unstructured.Unstructured) *fieldset.Set {
 		return r.ignoreFor(ctx, p, obj)
 	})
 	if err != nil {
@@ -374,10 +428,10 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 	switch action {
 	case ownershipcore.ActionCreated:
 		p.created++
-		r.event(p.mw, o.intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+		r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
-		if applied && p.mw.Status.ObservedGeneration == p.mw.Generation {
+		if applied && p.judged {
 			metrics.DriftTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind).Inc()
 		}
 	}

@@ -1,6 +1,9 @@
 package workload
 
-import "github.com/fieldops/fieldops/metrics"
+import (
+	"github.com/fieldops/fieldops/internal/workloadspec"
+	"github.com/fieldops/fieldops/metrics"
+)
 
 // Reasons carried by the conditions, the inventory entries and the events.
 // Each is documented in the README's troubleshooting table.
@@ -22,9 +25,9 @@ const (
 	ReasonHealthCheckTimeout = "HealthCheckTimeout"
 
 	// Per object.
-	ReasonInvalidObject   = "InvalidObject"
-	ReasonDuplicateObject = "DuplicateObject"
-	ReasonUnknownKind     = "UnknownKind"
+	ReasonInvalidObject   = workloadspec.ReasonInvalidObject
+	ReasonDuplicateObject = workloadspec.ReasonDuplicateObject
+	ReasonUnknownKind     = workloadspec.ReasonUnknownKind
 	ReasonRejected        = "Rejected"
 	ReasonConflict        = "Conflict"
 	ReasonApplyFailed     = "ApplyFailed"

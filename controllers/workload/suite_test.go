@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
@@ -149,8 +150,11 @@ func waitReason(t testing.TB, mw *v1alpha1.ManagedWorkload, reason string) *v1al
 		if c == nil {
 			return false, "no Ready condition"
 		}
-		return c.Reason == reason && mw.Status.ObservedGeneration == mw.Generation,
-			fmt.Sprintf("gen %d/%d Ready=%s %s: %s", mw.Status.ObservedGeneration, mw.Generation, c.Status, c.Reason, c.Message)
+		// The condition is stamped with the generation every reconcile
+		// judged; status.observedGeneration moves only on success (an
+		// object that failed, a spec error leave it behind).
+		return c.Reason == reason && c.ObservedGeneration == mw.Generation && (mw.Status.ObservedGeneration == mw.Generation || !success(c)),
+			fmt.Sprintf("gen %d/%d/%d Ready=%s %s: %s", c.ObservedGeneration, mw.Status.ObservedGeneration, mw.Generation, c.Status, c.Reason, c.Message)
 	})
 	return mw
 }
@@ -173,4 +177,15 @@ func entry(t testing.TB, mw *v1alpha1.ManagedWorkload, i int) v1alpha1.Inventory
 	}
 	t.Fatalf("no inventory entry %d in %+v", i, mw.Status.Inventory)
 	return v1alpha1.InventoryEntry{}
+}
+
+// success reports whether the reconcile that set c succeeded (every
+// object applied): only then does status.observedGeneration move.
+func success(c *metav1.Condition) bool {
+	switch c.Reason {
+	case workload.ReasonObjectsFailed, workload.ReasonContested, workload.ReasonInvalidIgnorePath,
+		workload.ReasonPluginUnavailable, workload.ReasonInvalidObject:
+		return false
+	}
+	return true
 }

@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/strategy"
 	pluginv1 "github.com/fieldops/fieldops/plugins/proto/fieldops/plugin/v1"
 )
 
@@ -20,16 +21,16 @@ import (
 // parse). The host counts it as reason "malformed" and falls back.
 var ErrMalformedAnswer = errors.New("malformed plugin answer")
 
-var decisionsToWire = map[ownershipcore.Decision]pluginv1.Decision{
-	ownershipcore.DecisionForce: pluginv1.Decision_DECISION_FORCE,
-	ownershipcore.DecisionYield: pluginv1.Decision_DECISION_YIELD,
-	ownershipcore.DecisionFail:  pluginv1.Decision_DECISION_FAIL,
+var decisionsToWire = map[strategy.Decision]pluginv1.Decision{
+	strategy.DecisionForce: pluginv1.Decision_DECISION_FORCE,
+	strategy.DecisionYield: pluginv1.Decision_DECISION_YIELD,
+	strategy.DecisionFail:  pluginv1.Decision_DECISION_FAIL,
 }
 
-var decisionsFromWire = map[pluginv1.Decision]ownershipcore.Decision{
-	pluginv1.Decision_DECISION_FORCE: ownershipcore.DecisionForce,
-	pluginv1.Decision_DECISION_YIELD: ownershipcore.DecisionYield,
-	pluginv1.Decision_DECISION_FAIL:  ownershipcore.DecisionFail,
+var decisionsFromWire = map[pluginv1.Decision]strategy.Decision{
+	pluginv1.Decision_DECISION_FORCE: strategy.DecisionForce,
+	pluginv1.Decision_DECISION_YIELD: strategy.DecisionYield,
+	pluginv1.Decision_DECISION_FAIL:  strategy.DecisionFail,
 }
 
 func gvkOf(obj *unstructured.Unstructured) *pluginv1.GroupVersionKind {
@@ -49,7 +50,7 @@ func decodeObject(b []byte) (*unstructured.Unstructured, error) {
 // Impl on the plugin side, a validating client on the host side.
 type ConflictStrategyPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Impl ownershipcore.ConflictStrategy
+	Impl strategy.ConflictStrategy
 }
 
 // GRPCServer registers Impl.
@@ -65,7 +66,7 @@ func (p *ConflictStrategyPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBro
 
 type conflictServer struct {
 	pluginv1.UnimplementedConflictStrategyServer
-	impl ownershipcore.ConflictStrategy
+	impl strategy.ConflictStrategy
 }
 
 func (s *conflictServer) Resolve(ctx context.Context, req *pluginv1.ResolveRequest) (*pluginv1.ResolveResponse, error) {
@@ -73,13 +74,13 @@ func (s *conflictServer) Resolve(ctx context.Context, req *pluginv1.ResolveReque
 	if err != nil {
 		return nil, err
 	}
-	conflicts := make([]ownershipcore.Conflict, len(req.GetConflicts()))
+	conflicts := make([]strategy.Conflict, len(req.GetConflicts()))
 	for i, c := range req.GetConflicts() {
-		p, err := ownershipcore.ParsePath(c.GetPath())
+		p, err := fieldset.ParsePath(c.GetPath())
 		if err != nil {
 			return nil, fmt.Errorf("conflict %d: %w", i, err)
 		}
-		conflicts[i] = ownershipcore.Conflict{Manager: c.GetManager(), Operation: metav1.ManagedFieldsOperationType(c.GetOperation()), Path: p}
+		conflicts[i] = strategy.Conflict{Manager: c.GetManager(), Operation: metav1.ManagedFieldsOperationType(c.GetOperation()), Path: p}
 	}
 	answers, err := s.impl.Resolve(ctx, obj, req.GetFieldManager(), conflicts)
 	if err != nil {
@@ -93,24 +94,24 @@ func (s *conflictServer) Resolve(ctx context.Context, req *pluginv1.ResolveReque
 }
 
 // ConflictStrategyClient is the host's view of a conflict-strategy plugin.
-// It implements ownershipcore.ConflictStrategy and validates each answer:
+// It implements strategy.ConflictStrategy and validates each answer:
 // one resolution per conflict, each a known decision; otherwise an error
 // wrapping ErrMalformedAnswer.
 type ConflictStrategyClient struct {
 	client pluginv1.ConflictStrategyClient
 }
 
-var _ ownershipcore.ConflictStrategy = (*ConflictStrategyClient)(nil)
+var _ strategy.ConflictStrategy = (*ConflictStrategyClient)(nil)
 
-// Resolve implements ownershipcore.ConflictStrategy.
-func (c *ConflictStrategyClient) Resolve(ctx context.Context, obj *unstructured.Unstructured, manager string, conflicts []ownershipcore.Conflict) ([]ownershipcore.Resolution, error) {
+// Resolve implements strategy.ConflictStrategy.
+func (c *ConflictStrategyClient) Resolve(ctx context.Context, obj *unstructured.Unstructured, manager string, conflicts []strategy.Conflict) ([]strategy.Resolution, error) {
 	b, err := obj.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
 	req := &pluginv1.ResolveRequest{Object: b, Gvk: gvkOf(obj), FieldManager: manager}
 	for _, cf := range conflicts {
-		req.Conflicts = append(req.Conflicts, &pluginv1.Conflict{Manager: cf.Manager, Operation: string(cf.Operation), Path: ownershipcore.FormatPath(cf.Path)})
+		req.Conflicts = append(req.Conflicts, &pluginv1.Conflict{Manager: cf.Manager, Operation: string(cf.Operation), Path: fieldset.FormatPath(cf.Path)})
 	}
 	resp, err := c.client.Resolve(ctx, req)
 	if err != nil {
@@ -121,17 +122,17 @@ func (c *ConflictStrategyClient) Resolve(ctx context.Context, obj *unstructured.
 
 // ValidateResolutions checks a ResolveResponse against the number of
 // conflicts asked about and converts it.
-func ValidateResolutions(resp *pluginv1.ResolveResponse, want int) ([]ownershipcore.Resolution, error) {
+func ValidateResolutions(resp *pluginv1.ResolveResponse, want int) ([]strategy.Resolution, error) {
 	if got := len(resp.GetResolutions()); got != want {
 		return nil, fmt.Errorf("%w: %d resolutions for %d conflicts", ErrMalformedAnswer, got, want)
 	}
-	out := make([]ownershipcore.Resolution, want)
+	out := make([]strategy.Resolution, want)
 	for i, r := range resp.GetResolutions() {
 		d, ok := decisionsFromWire[r.GetDecision()]
 		if !ok {
 			return nil, fmt.Errorf("%w: resolution %d has unknown decision %v", ErrMalformedAnswer, i, r.GetDecision())
 		}
-		out[i] = ownershipcore.Resolution{Decision: d, Message: r.GetMessage()}
+		out[i] = strategy.Resolution{Decision: d, Message: r.GetMessage()}
 	}
 	return out, nil
 }
@@ -140,7 +141,7 @@ func ValidateResolutions(resp *pluginv1.ResolveResponse, want int) ([]ownershipc
 // provider.
 type IgnorablePathsPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Impl ownershipcore.IgnorablePaths
+	Impl strategy.IgnorablePaths
 }
 
 // GRPCServer registers Impl.
@@ -156,7 +157,7 @@ func (p *IgnorablePathsPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroke
 
 type pathsServer struct {
 	pluginv1.UnimplementedIgnorablePathsServer
-	impl ownershipcore.IgnorablePaths
+	impl strategy.IgnorablePaths
 }
 
 func (s *pathsServer) Paths(ctx context.Context, req *pluginv1.PathsRequest) (*pluginv1.PathsResponse, error) {
@@ -170,21 +171,21 @@ func (s *pathsServer) Paths(ctx context.Context, req *pluginv1.PathsRequest) (*p
 	}
 	out := &pluginv1.PathsResponse{}
 	if set != nil {
-		set.Iterate(func(p fieldpath.Path) { out.Paths = append(out.Paths, ownershipcore.FormatPath(p)) })
+		set.Iterate(func(p fieldpath.Path) { out.Paths = append(out.Paths, fieldset.FormatPath(p)) })
 	}
 	return out, nil
 }
 
 // IgnorablePathsClient is the host's view of an ignorable-paths plugin. It
-// implements ownershipcore.IgnorablePaths; a path that does not parse
+// implements strategy.IgnorablePaths; a path that does not parse
 // fails the whole answer with ErrMalformedAnswer.
 type IgnorablePathsClient struct {
 	client pluginv1.IgnorablePathsClient
 }
 
-var _ ownershipcore.IgnorablePaths = (*IgnorablePathsClient)(nil)
+var _ strategy.IgnorablePaths = (*IgnorablePathsClient)(nil)
 
-// Paths implements ownershipcore.IgnorablePaths.
+// Paths implements strategy.IgnorablePaths.
 func (c *IgnorablePathsClient) Paths(ctx context.Context, obj *unstructured.Unstructured) (*fieldpath.Set, error) {
 	b, err := obj.MarshalJSON()
 	if err != nil {
@@ -199,7 +200,7 @@ func (c *IgnorablePathsClient) Paths(ctx context.Context, obj *unstructured.Unst
 
 // ValidatePaths parses a plugin's paths into a set.
 func ValidatePaths(paths []string) (*fieldpath.Set, error) {
-	set, err := ownershipcore.ParsePathSet(paths)
+	set, err := fieldset.ParsePathSet(paths)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedAnswer, err)
 	}

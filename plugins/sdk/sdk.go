@@ -1,5 +1,5 @@
 // Package sdk is what a fieldops plugin is written with: implement
-// ownershipcore.ConflictStrategy or ownershipcore.IgnorablePaths (or both)
+// strategy.ConflictStrategy or strategy.IgnorablePaths (or both)
 // in Go and call Serve from main. The handshake, the gRPC plumbing over
 // hashicorp/go-plugin and the conversion to and from the wire protocol
 // (plugins/proto) live here, so a plugin author writes none of them:
@@ -15,7 +15,7 @@ package sdk
 import (
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/strategy"
 )
 
 // Handshake values. ProtocolVersion must change, and with it the proto
@@ -49,8 +49,8 @@ const (
 
 // Plugins are the implementations a plugin binary serves; at least one.
 type Plugins struct {
-	ConflictStrategy ownershipcore.ConflictStrategy
-	IgnorablePaths   ownershipcore.IgnorablePaths
+	ConflictStrategy strategy.ConflictStrategy
+	IgnorablePaths   strategy.IgnorablePaths
 }
 
 // PluginSet is the go-plugin plugin set of p (for Serve and for tests with

@@ -11,25 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/strategy"
 	pluginv1 "github.com/fieldops/fieldops/plugins/proto/fieldops/plugin/v1"
 	"github.com/fieldops/fieldops/plugins/sdk"
 )
 
 // byManager yields conflicts with "hpa" and forces the rest, and records
 // what it was asked.
-type byManager struct{ seen *[]ownershipcore.Conflict }
+type byManager struct{ seen *[]strategy.Conflict }
 
-func (b byManager) Resolve(_ context.Context, obj *unstructured.Unstructured, manager string, cs []ownershipcore.Conflict) ([]ownershipcore.Resolution, error) {
+func (b byManager) Resolve(_ context.Context, obj *unstructured.Unstructured, manager string, cs []strategy.Conflict) ([]strategy.Resolution, error) {
 	if obj.GetKind() != "Deployment" || manager != "fieldops-fieldpatch/ns/fp" {
 		return nil, errors.New("wrong object or manager")
 	}
 	*b.seen = cs
-	out := make([]ownershipcore.Resolution, len(cs))
+	out := make([]strategy.Resolution, len(cs))
 	for i, c := range cs {
-		out[i] = ownershipcore.Resolution{Decision: ownershipcore.DecisionForce, Message: "mine"}
+		out[i] = strategy.Resolution{Decision: strategy.DecisionForce, Message: "mine"}
 		if c.Manager == "hpa" {
-			out[i] = ownershipcore.Resolution{Decision: ownershipcore.DecisionYield, Message: "autoscaled"}
+			out[i] = strategy.Resolution{Decision: strategy.DecisionYield, Message: "autoscaled"}
 		}
 	}
 	return out, nil
@@ -38,7 +39,7 @@ func (b byManager) Resolve(_ context.Context, obj *unstructured.Unstructured, ma
 type fixedPaths []string
 
 func (f fixedPaths) Paths(context.Context, *unstructured.Unstructured) (*fieldpath.Set, error) {
-	return ownershipcore.ParsePathSet(f)
+	return fieldset.ParsePathSet(f)
 }
 
 func dispense(t *testing.T, p sdk.Plugins, kind string) interface{} {
@@ -62,7 +63,7 @@ func deployment() *unstructured.Unstructured {
 
 func mustPath(t *testing.T, s string) fieldpath.Path {
 	t.Helper()
-	p, err := ownershipcore.ParsePath(s)
+	p, err := fieldset.ParsePath(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +73,9 @@ func mustPath(t *testing.T, s string) fieldpath.Path {
 // The protocol end to end, in process: conflicts and paths survive the
 // round trip, including names that need quoting.
 func TestConflictStrategyOverGRPC(t *testing.T) {
-	var seen []ownershipcore.Conflict
-	cs := dispense(t, sdk.Plugins{ConflictStrategy: byManager{seen: &seen}}, sdk.KindConflictStrategy).(ownershipcore.ConflictStrategy)
-	conflicts := []ownershipcore.Conflict{
+	var seen []strategy.Conflict
+	cs := dispense(t, sdk.Plugins{ConflictStrategy: byManager{seen: &seen}}, sdk.KindConflictStrategy).(strategy.ConflictStrategy)
+	conflicts := []strategy.Conflict{
 		{Manager: "hpa", Operation: metav1.ManagedFieldsOperationUpdate, Path: mustPath(t, ".spec.replicas")},
 		{Manager: "helm", Operation: metav1.ManagedFieldsOperationApply, Path: mustPath(t, `.spec.template.spec.containers[name="app"].env[name="HTTP_PROXY"].value`)},
 		{Manager: "kyverno", Operation: metav1.ManagedFieldsOperationUpdate, Path: mustPath(t, `.metadata.annotations["policies.kyverno.io/last-applied-patches"]`)},
@@ -83,7 +84,7 @@ func TestConflictStrategyOverGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ownershipcore.Resolution{{Decision: ownershipcore.DecisionYield, Message: "autoscaled"}, {Decision: ownershipcore.DecisionForce, Message: "mine"}, {Decision: ownershipcore.DecisionForce, Message: "mine"}}
+	want := []strategy.Resolution{{Decision: strategy.DecisionYield, Message: "autoscaled"}, {Decision: strategy.DecisionForce, Message: "mine"}, {Decision: strategy.DecisionForce, Message: "mine"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("resolutions %+v, want %+v", got, want)
 	}
@@ -100,12 +101,12 @@ func TestConflictStrategyOverGRPC(t *testing.T) {
 
 func TestIgnorablePathsOverGRPC(t *testing.T) {
 	want := []string{`.metadata.annotations["sidecar.istio.io/status"]`, ".spec.replicas"}
-	ip := dispense(t, sdk.Plugins{IgnorablePaths: fixedPaths(want)}, sdk.KindIgnorablePaths).(ownershipcore.IgnorablePaths)
+	ip := dispense(t, sdk.Plugins{IgnorablePaths: fixedPaths(want)}, sdk.KindIgnorablePaths).(strategy.IgnorablePaths)
 	set, err := ip.Paths(context.Background(), deployment())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ownershipcore.FormatSet(set); !reflect.DeepEqual(got, want) {
+	if got := fieldset.FormatSet(set); !reflect.DeepEqual(got, want) {
 		t.Fatalf("paths %v, want %v", got, want)
 	}
 }
@@ -116,9 +117,9 @@ func TestPluginSet(t *testing.T) {
 		want []string
 	}{
 		{sdk.Plugins{}, nil},
-		{sdk.Plugins{ConflictStrategy: ownershipcore.Static(ownershipcore.DecisionForce)}, []string{sdk.KindConflictStrategy}},
-		{sdk.Plugins{IgnorablePaths: ownershipcore.StaticPaths{}}, []string{sdk.KindIgnorablePaths}},
-		{sdk.Plugins{ConflictStrategy: ownershipcore.Static(ownershipcore.DecisionForce), IgnorablePaths: ownershipcore.StaticPaths{}}, []string{sdk.KindConflictStrategy, sdk.KindIgnorablePaths}},
+		{sdk.Plugins{ConflictStrategy: strategy.Static(strategy.DecisionForce)}, []string{sdk.KindConflictStrategy}},
+		{sdk.Plugins{IgnorablePaths: strategy.StaticPaths{}}, []string{sdk.KindIgnorablePaths}},
+		{sdk.Plugins{ConflictStrategy: strategy.Static(strategy.DecisionForce), IgnorablePaths: strategy.StaticPaths{}}, []string{sdk.KindConflictStrategy, sdk.KindIgnorablePaths}},
 	} {
 		set := sdk.PluginSet(c.p)
 		if len(set) != len(c.want) {

@@ -33,12 +33,13 @@ import (
 
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/internal/names"
 )
 
 // Key is the index key of an object: "<group>/<kind>/<namespace>/<name>".
 // The version is left out, so every version of a kind maps the same.
 func Key(gk schema.GroupKind, namespace, name string) string {
-	return fmt.Sprintf("%s/%s/%s/%s", gk.Group, gk.Kind, namespace, name)
+	return names.Key(gk, namespace, name)
 }
 
 // CollectInterval is how often Watches release the references of

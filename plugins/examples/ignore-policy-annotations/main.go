@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 	"github.com/fieldops/fieldops/plugins/sdk"
 )
 
@@ -24,7 +24,7 @@ import (
 // without a trailing "/" matches exactly.
 var prefixes = []string{"policies.kyverno.io/", "sidecar.istio.io/", "istio.io/rev"}
 
-// Paths is the plugin's ownershipcore.IgnorablePaths.
+// Paths is the plugin's strategy.IgnorablePaths.
 type Paths struct{}
 
 // Paths names every matching annotation of obj and of its pod template.
@@ -38,7 +38,7 @@ func (Paths) Paths(_ context.Context, obj *unstructured.Unstructured) (*fieldpat
 			}
 		}
 	}
-	return ownershipcore.ParsePathSet(paths)
+	return fieldset.ParsePathSet(paths)
 }
 
 func matches(key string) bool {

@@ -15,7 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/strategy"
 	"github.com/fieldops/fieldops/plugins/sdk"
 )
 
@@ -30,20 +31,20 @@ var autoscalerManagers = []string{
 	"keda-*",
 }
 
-// Strategy is the plugin's ownershipcore.ConflictStrategy.
+// Strategy is the plugin's strategy.ConflictStrategy.
 type Strategy struct {
 	Managers []string
 }
 
 // Resolve yields .spec.replicas to an autoscaler and forces the rest.
-func (s Strategy) Resolve(_ context.Context, _ *unstructured.Unstructured, _ string, conflicts []ownershipcore.Conflict) ([]ownershipcore.Resolution, error) {
-	out := make([]ownershipcore.Resolution, len(conflicts))
+func (s Strategy) Resolve(_ context.Context, _ *unstructured.Unstructured, _ string, conflicts []strategy.Conflict) ([]strategy.Resolution, error) {
+	out := make([]strategy.Resolution, len(conflicts))
 	for i, c := range conflicts {
-		if ownershipcore.FormatPath(c.Path) == ".spec.replicas" && s.isAutoscaler(c.Manager) {
-			out[i] = ownershipcore.Resolution{Decision: ownershipcore.DecisionYield, Message: "replicas belong to autoscaler " + c.Manager}
+		if fieldset.FormatPath(c.Path) == ".spec.replicas" && s.isAutoscaler(c.Manager) {
+			out[i] = strategy.Resolution{Decision: strategy.DecisionYield, Message: "replicas belong to autoscaler " + c.Manager}
 			continue
 		}
-		out[i] = ownershipcore.Resolution{Decision: ownershipcore.DecisionForce, Message: "not an autoscaled field"}
+		out[i] = strategy.Resolution{Decision: strategy.DecisionForce, Message: "not an autoscaled field"}
 	}
 	return out, nil
 }

@@ -1,0 +1,261 @@
+package fieldpatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+)
+
+// pass is the state the phases of one reconcile of one patch share, in
+// the order the phases fill it.
+type pass struct {
+	obj     v1alpha1.Patcher
+	manager string
+	// target: the reference, the account's Applier, the target as read.
+	ref, live *unstructured.Unstructured
+	applier   *ownershipcore.Applier
+	account   tenant.Account
+	// intent: what the patch applies, and its field set.
+	intent    *unstructured.Unstructured
+	intentSet *fieldset.Set
+	// record: the ledger of previous owners, the fields it recorded
+	// before this reconcile, and what the apply starts from.
+	ledger         *ownershipcore.Ledger
+	recordedBefore *fieldset.Set
+	current        *unstructured.Unstructured
+	// drift: the contest over this target, the manager that drifted our
+	// fields and whether they drifted.
+	key     string
+	now     time.Time
+	drifter string
+	drifted bool
+	res     ownershipcore.Result
+	requeue time.Duration
+}
+
+// uid is the target's UID as read.
+func (p *pass) uid() string { return string(p.live.GetUID()) }
+
+// phaseSettings names the field manager; a suspended patch is done.
+func (r *Reconciler) phaseSettings(_ context.Context, p *pass) (skeleton.Step, error) {
+	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
+	p.manager = r.managerName(p.obj)
+	st.FieldManager = p.manager
+	if p.obj.PatchSpec().Suspend {
+		set(st, gen, ConditionReady, metav1.ConditionFalse, ReasonSuspended, "reconciliation is suspended")
+		return skeleton.Finish(ctrl.Result{}), nil
+	}
+	return skeleton.Next(), nil
+}
+
+// phaseTarget resolves the target, picks the account's Applier, watches
+// the target and reads it. A missing target waits for its watch; one
+// fieldops manages is refused.
+func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, error) {
+	ref, err := r.resolveTarget(p.obj)
+	if err != nil {
+		return r.fail(p.obj, err)
+	}
+	p.ref = ref
+	if p.applier, p.account, err = r.applierFor(p.obj); err != nil {
+		return r.fail(p.obj, err)
+	}
+	if err := r.watches.Track(p.obj, p.account, ref); err != nil {
+		return r.fail(p.obj, err)
+	}
+	if p.live, err = p.applier.Get(ctx, ref); err != nil {
+		return r.fail(p.obj, tenant.Explain(p.account, err))
+	}
+	if p.live == nil {
+		return r.targetMissing(p.obj, ref)
+	}
+	if who, ok := ownedByFieldops(p.live, p.manager); ok {
+		return r.fail(p.obj, skeleton.Terminal(ReasonForbiddenTarget, "target %s %s is managed by fieldops (%s); fieldops does not patch its own objects", ref.GetKind(), objectName(ref), who))
+	}
+	return skeleton.Next(), nil
+}
+
+// phaseIntent builds the apply intent and its field set.
+func (r *Reconciler) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error) {
+	var err error
+	p.intent, p.intentSet, err = r.intent(ctx, p.obj, p.live, p.manager)
+	if err != nil && p.obj.PatchSpec().Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, p.obj) {
+		// A JSON patch's test ops are judged with the record of the fields
+		// the patch took; a cached FieldPatch may lag behind our own last
+		// status write, so judge again with the apiserver's.
+		p.intent, p.intentSet, err = r.intent(ctx, p.obj, p.live, p.manager)
+	}
+	if err != nil {
+		return r.fail(p.obj, err)
+	}
+	return skeleton.Next(), nil
+}
+
+// phaseRecord follows and extends the record of previous owners (written
+// at once when the apply will displace another manager: recordOwners),
+// and gives back the fields that left the patch.
+func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, error) {
+	owners, present, err := r.observeTarget(p.live)
+	if err != nil {
+		return r.fail(p.obj, err)
+	}
+	ledger, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
+	if err != nil {
+		return r.fail(p.obj, err)
+	}
+	p.recordedBefore = ledger.Recorded.Copy()
+	ledger.Follow(owners, present, p.manager)
+	if p.ledger, err = r.recordOwners(ctx, p.obj, ledger, p.live, p.intent, owners, present, p.intentSet, p.manager); err != nil {
+		return r.fail(p.obj, err)
+	}
+	// What the apply starts from: the target as read, or as the hand-back
+	// of dropped fields left it.
+	p.current, err = r.giveBackDropped(ctx, p.applier, p.obj, p.ref, p.live, owners, p.ledger, p.intentSet, p.manager)
+	if err != nil {
+		return r.fail(p.obj, tenant.Explain(p.account, err))
+	}
+	return skeleton.Next(), nil
+}
+
+// phaseDrift looks for drift on our fields caused by another manager
+// since our last write: repaired by the apply, unless that manager keeps
+// taking them back (then back off). Another fieldops object is never
+// fought: that is a configuration conflict for people to settle.
+func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, error) {
+	st, spec, gen := p.obj.PatchStatus(), p.obj.PatchSpec(), p.obj.GetGeneration()
+	p.key, p.now = contestKey(p.obj, p.uid()), time.Now()
+	if old := st.TargetUID; old != "" && old != p.uid() {
+		r.contests.Forget(contestKey(p.obj, old)) // the contest was over an object that is gone
+	}
+	if st.LastAppliedTime == nil || st.ObservedGeneration != gen {
+		return skeleton.Next(), nil
+	}
+	var err error
+	if p.drifter, p.drifted, err = r.drifter(p.live, p.intent, p.intentSet.Intersection(p.recordedBefore), p.manager, yieldsTo(spec)); err != nil {
+		return r.fail(p.obj, err)
+	}
+	if rival, ok := ownershipcore.ParseManager(p.drifter); ok {
+		return r.contestedByFieldops(p.obj, p.ledger, p.live, p.drifter, rival)
+	}
+	at := r.contests.Next(p.key, p.drifter, p.now)
+	if !p.drifted || at.IsZero() {
+		return skeleton.Next(), nil
+	}
+	msg := fmt.Sprintf("field manager %s keeps taking back patched fields; next repair at %s", ownershipcore.DescribeManager(p.drifter), at.UTC().Format(time.RFC3339))
+	requeue := at.Sub(p.now)
+	if left := r.contested(p.obj, p.drifter, msg, p.now); left > 0 && left < requeue {
+		requeue = left
+	}
+	return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), patchintent.WriteLedger(st, p.ledger, p.uid())
+}
+
+// phaseApply applies the intent with the patch's conflict strategy.
+func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, error) {
+	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
+	strategy, err := r.strategy(p.obj)
+	if err != nil {
+		return r.fail(p.obj, err)
+	}
+	p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current})
+	err = tenant.Explain(p.account, err)
+	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
+	var conflictErr *ownershipcore.ConflictError
+	switch {
+	case errors.As(err, &conflictErr):
+		msg := describeConflicts(conflictErr.Conflicts)
+		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
+		r.event(p.obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
+		return skeleton.Stop(ctrl.Result{}), patchintent.WriteLedger(st, p.ledger, p.uid())
+	case errors.Is(err, ownershipcore.ErrTargetGone):
+		return r.targetMissing(p.obj, p.ref)
+	case errors.Is(err, ownershipcore.ErrUnknownKind):
+		return r.fail(p.obj, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err})
+	case errors.Is(err, ownershipcore.ErrInvalidIntent):
+		// Refused locally, before any request: only a spec change helps.
+		return r.fail(p.obj, skeleton.Terminal(ReasonInvalidPatch, "%w", err))
+	case ownershipcore.IsTerminal(err):
+		// 422 Invalid, 400, or a 500 for a patch the apiserver cannot type
+		// (a float where an int32 belongs): terminal until the spec changes.
+		return r.fail(p.obj, skeleton.Terminal(ReasonInvalidPatch, "the apiserver rejected the patch: %w", err))
+	case err != nil:
+		return r.fail(p.obj, err)
+	}
+	log.FromContext(ctx).V(1).Info("applied", "action", p.res.Action, "target", objectName(p.ref), "forced", len(p.res.Forced), "yielded", len(p.res.Yielded))
+	return skeleton.Next(), nil
+}
+
+// phaseApplied reports what the apply did (an event; a repair counts in
+// the contest) and writes the record and the owned fields into status.
+func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, error) {
+	st := p.obj.PatchStatus()
+	if p.res.Action == ownershipcore.ActionConfigured || p.res.Action == ownershipcore.ActionCreated {
+		r.watches.Wrote(p.obj, p.res.Object) // its watch event is our own write
+		st.LastAppliedTime = &metav1.Time{Time: p.now}
+		r.appliedEvent(p)
+	} else if d := r.contests.Settle(p.key, p.now); d > 0 {
+		p.requeue = d
+	}
+	if p.res.Object != nil {
+		if after, err := ownershipcore.Owners(p.res.Object); err == nil {
+			p.ledger.Observe(after)
+		}
+	}
+	if err := patchintent.WriteLedger(st, p.ledger, p.uid()); err != nil {
+		return r.fail(p.obj, err)
+	}
+	if err := r.reportFields(st, p.res.Object, p.manager); err != nil {
+		return r.fail(p.obj, err)
+	}
+	return skeleton.Next(), nil
+}
+
+// appliedEvent records the event of an apply that wrote: a repair of
+// drift (backed off when the drifter keeps at it), or the first apply.
+func (r *Reconciler) appliedEvent(p *pass) {
+	switch {
+	case p.drifter != "" && r.contests.Repaired(p.key, p.drifter, p.now) >= 2:
+		r.event(p.obj, corev1.EventTypeWarning, ReasonContested, "field manager %s took patched fields back again; repairs are backed off", ownershipcore.DescribeManager(p.drifter))
+		p.requeue = r.contests.Base() // see whether the repair holds
+	case p.drifted && p.drifter != "":
+		r.event(p.obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %s", ownershipcore.DescribeManager(p.drifter))
+	case p.drifted:
+		r.event(p.obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
+	default:
+		r.event(p.obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(patchintent.Leaves(p.intentSet)), p.ref.GetKind(), objectName(p.ref))
+	}
+}
+
+// phaseReport sets Ready, or Contested while a contest over the target
+// lasts (looking again when it may time out).
+func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, error) {
+	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
+	if c := r.contests.Current(p.key, p.now); c != "" {
+		msg := fmt.Sprintf("field manager %s keeps taking back patched fields; repairs are backed off", ownershipcore.DescribeManager(c))
+		if left := r.contested(p.obj, c, msg, p.now); left > 0 && (p.requeue == 0 || left < p.requeue) {
+			p.requeue = left
+		}
+		return skeleton.NextAfter(p.requeue), nil
+	}
+	st.ContestedBy, st.ContestedSince = "", nil
+	msg := fmt.Sprintf("%d fields applied to %s %s", st.FieldCount, p.ref.GetKind(), objectName(p.ref))
+	if len(p.res.Yielded) > 0 {
+		msg += "; yielded " + describeConflicts(p.res.Yielded)
+	}
+	setReady(st, gen, msg)
+	return skeleton.NextAfter(p.requeue), nil
+}

@@ -1,0 +1,93 @@
+package skeleton
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestRunPhases(t *testing.T) {
+	boom := errors.New("boom")
+	step := func(s Step, err error) Phase[*[]string] {
+		return Phase[*[]string]{Name: "p", Run: func(_ context.Context, ran *[]string) (Step, error) {
+			*ran = append(*ran, "p")
+			return s, err
+		}}
+	}
+	for _, tc := range []struct {
+		name       string
+		phases     []Phase[*[]string]
+		ran        int
+		requeue    time.Duration
+		reconciled bool
+		err        bool
+	}{
+		{"every phase runs", []Phase[*[]string]{step(Next(), nil), step(Next(), nil)}, 2, 0, true, false},
+		{"the soonest requeue wins", []Phase[*[]string]{step(NextAfter(time.Minute), nil), step(NextAfter(time.Second), nil), step(Next(), nil)}, 3, time.Second, true, false},
+		{"stop ends, not reconciled", []Phase[*[]string]{step(Stop(ctrl.Result{RequeueAfter: time.Hour}), nil), step(Next(), nil)}, 1, time.Hour, false, false},
+		{"finish ends, reconciled", []Phase[*[]string]{step(Finish(ctrl.Result{}), nil), step(Next(), nil)}, 1, 0, true, false},
+		{"an error ends, not reconciled", []Phase[*[]string]{step(Next(), boom), step(Next(), nil)}, 1, 0, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran []string
+			res, ok, err := RunPhases(context.Background(), &ran, tc.phases)
+			if len(ran) != tc.ran || res.RequeueAfter != tc.requeue || ok != tc.reconciled || (err != nil) != tc.err {
+				t.Errorf("ran %d, requeue %s, reconciled %t, err %v; want %d, %s, %t, error %t", len(ran), res.RequeueAfter, ok, err, tc.ran, tc.requeue, tc.reconciled, tc.err)
+			}
+		})
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	err := errors.Join(errors.New("context"), Terminal("InvalidSpec", "spec.replicas is %d", -1))
+	re, ok := Reason(err)
+	if !IsTerminal(err) || !ok || re.Reason != "InvalidSpec" || Message(Terminal("InvalidSpec", "spec.replicas is %d", -1)) != "spec.replicas is -1" {
+		t.Fatalf("Terminal: terminal %t, reason %v", IsTerminal(err), re)
+	}
+	if !errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatal("not a reconcile.TerminalError")
+	}
+	if transient := (&ReasonError{Reason: "UnknownKind", Err: errors.New("x")}); IsTerminal(transient) {
+		t.Fatal("a ReasonError alone is terminal")
+	}
+}
+
+// The cache guard: a copy at a version we wrote over is behind; the
+// record goes once the cache has caught up; a write that changed nothing
+// leaves no record.
+func TestWrites(t *testing.T) {
+	var w Writes
+	obj := func(rv string) *corev1.ConfigMap {
+		o := &corev1.ConfigMap{}
+		o.Name, o.Namespace, o.ResourceVersion = "a", "ns", rv
+		return o
+	}
+	w.Wrote(obj("1"), "1")
+	if w.Behind(obj("1")) {
+		t.Fatal("a write that changed nothing made the cache behind")
+	}
+	w.Wrote(obj("2"), "1") // finalizer: 1 → 2
+	w.Wrote(obj("3"), "2") // status: 2 → 3
+	for _, rv := range []string{"1", "2"} {
+		if !w.Behind(obj(rv)) {
+			t.Errorf("a copy at %s (before our writes) is not behind", rv)
+		}
+	}
+	if w.Behind(obj("3")) {
+		t.Error("a copy at our last write is behind")
+	}
+	if w.Behind(obj("1")) {
+		t.Error("the record outlived the cache catching up")
+	}
+	w.WrittenAt(obj("5"), "4", "5")
+	w.Forget(client.ObjectKeyFromObject(obj("5")))
+	if w.Behind(obj("4")) {
+		t.Error("a forgotten object is behind")
+	}
+}

@@ -1,0 +1,77 @@
+package skeleton
+
+import (
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Writes are the resourceVersions of objects this process has written
+// over: a cached copy at one of them predates our own write (the cache
+// has not seen it yet), and a reconcile deciding on it would redo that
+// write. The zero value is ready to use.
+type Writes struct {
+	m sync.Map // types.NamespacedName → ownWrites
+}
+
+// ownWrites are the resourceVersions of one object this process has
+// written over: every version before one of its writes, and every version
+// its writes produced but the last.
+type ownWrites struct {
+	stale  []string
+	latest string
+}
+
+// maxStale bounds the versions kept per object.
+const maxStale = 8
+
+// Wrote records that obj, at resourceVersion before, was just written by
+// this process, obj holding the apiserver's answer. A write that changed
+// nothing (same resourceVersion) leaves no record: no cache can be behind
+// it, and a record would make every later reconcile wait forever.
+func (w *Writes) Wrote(obj client.Object, before string) {
+	if obj.GetResourceVersion() == before {
+		return
+	}
+	w.WrittenAt(obj, before, obj.GetResourceVersion())
+}
+
+// WrittenAt records a write of obj from resourceVersion before to after.
+func (w *Writes) WrittenAt(obj client.Object, before, after string) {
+	key := client.ObjectKeyFromObject(obj)
+	var o ownWrites
+	if v, ok := w.m.Load(key); ok {
+		o = v.(ownWrites)
+	}
+	stale := append([]string{}, o.stale...)
+	stale = append(stale, before)
+	if o.latest != "" && o.latest != after {
+		stale = append(stale, o.latest)
+	}
+	if len(stale) > maxStale {
+		stale = stale[len(stale)-maxStale:]
+	}
+	w.m.Store(key, ownWrites{stale: stale, latest: after})
+}
+
+// Behind reports whether the cached obj predates one of our own writes of
+// it; once the cache has caught up, the record is dropped.
+func (w *Writes) Behind(obj client.Object) bool {
+	key := client.ObjectKeyFromObject(obj)
+	v, ok := w.m.Load(key)
+	if !ok {
+		return false
+	}
+	for _, rv := range v.(ownWrites).stale {
+		if rv == obj.GetResourceVersion() {
+			return true
+		}
+	}
+	w.m.Delete(key)
+	return false
+}
+
+// Forget drops the record of an object that is gone.
+func (w *Writes) Forget(key client.ObjectKey) {
+	w.m.Delete(key)
+}

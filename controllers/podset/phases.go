@@ -1,0 +1,247 @@
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/metrics"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// pass is the state the phases of one reconcile of one PodSet share.
+type pass struct {
+	ps                       *v1alpha1.PodSet
+	sel                      labels.Selector
+	replicas, maxUnavailable int
+	manager, revision        string
+	// pods are the pods the PodSet controls, by ordinal; strays are the
+	// ones to delete (beyond replicas, or under a foreign name).
+	pods   map[int]*corev1.Pod
+	strays []*corev1.Pod
+	// updated pods are at the revision with the template's metadata;
+	// waiting ones wait for maxUnavailable to be recreated.
+	updated, waiting int
+}
+
+// phaseValidate checks the spec (validate): an invalid one is Stalled
+// with InvalidSpec, a terminal error, and nothing is changed.
+func (r *Reconciler) phaseValidate(_ context.Context, p *pass) (skeleton.Step, error) {
+	st, gen := &p.ps.Status, p.ps.Generation
+	sel, replicas, maxUnavailable, err := validate(p.ps)
+	if err != nil {
+		msg := skeleton.Message(err)
+		if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c == nil || c.Message != msg {
+			r.event(p.ps, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", msg)
+		}
+		conditions.SetStalled(&st.Conditions, gen, ReasonInvalidSpec, msg)
+		return skeleton.Stop(ctrl.Result{}), err
+	}
+	p.sel, p.replicas, p.maxUnavailable = sel, replicas, maxUnavailable
+	p.manager = ManagerName(p.ps.Namespace, p.ps.Name)
+	return skeleton.Next(), nil
+}
+
+// phaseRevision sets the revision of the template and checks each new
+// revision with a server-side dry run before any write: a template the
+// apiserver rejects must not cost a running pod.
+func (r *Reconciler) phaseRevision(ctx context.Context, p *pass) (skeleton.Step, error) {
+	st := &p.ps.Status
+	p.revision = Revision(&p.ps.Spec.Template.Spec)
+	st.Selector, st.UpdateRevision = p.sel.String(), p.revision
+	if st.CurrentRevision == "" {
+		st.CurrentRevision = p.revision
+	}
+	key := string(p.ps.UID) + "/" + p.revision
+	if r.isValidated(key) {
+		return skeleton.Next(), nil
+	}
+	probe := desiredPod(p.ps, 0, p.revision)
+	probe.Name, probe.GenerateName = "", p.ps.Name+"-dry-run-"
+	if err := r.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+		return r.podFailed(p.ps, "template", err)
+	}
+	r.validated.Store(key, true)
+	return skeleton.Next(), nil
+}
+
+// phaseListPods lists the pods the PodSet controls.
+func (r *Reconciler) phaseListPods(ctx context.Context, p *pass) (skeleton.Step, error) {
+	pods, strays, err := r.pods(ctx, p.ps, p.sel)
+	if err != nil {
+		return skeleton.Stop(ctrl.Result{}), err
+	}
+	p.pods, p.strays = pods, strays
+	return skeleton.Next(), nil
+}
+
+// phaseScaleDown deletes the pods beyond replicas, highest ordinal first,
+// and those under foreign names.
+func (r *Reconciler) phaseScaleDown(ctx context.Context, p *pass) (skeleton.Step, error) {
+	var ordinals []int
+	for i := range p.pods {
+		ordinals = append(ordinals, i)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(ordinals)))
+	for _, i := range ordinals {
+		if i < p.replicas {
+			break
+		}
+		p.strays = append(p.strays, p.pods[i])
+		delete(p.pods, i)
+	}
+	for _, pod := range p.strays {
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return r.podFailed(p.ps, pod.Name, err)
+		}
+		r.event(p.ps, pod, corev1.EventTypeNormal, ReasonScaledDown, "deleted pod %s (replicas %d)", pod.Name, p.replicas)
+	}
+	return skeleton.Next(), nil
+}
+
+// phaseCreate creates the missing ordinals.
+func (r *Reconciler) phaseCreate(ctx context.Context, p *pass) (skeleton.Step, error) {
+	for i := 0; i < p.replicas; i++ {
+		if p.pods[i] != nil {
+			continue
+		}
+		want := desiredPod(p.ps, i, p.revision)
+		if _, err := r.apply(ctx, want, p.manager); err != nil {
+			return r.podFailed(p.ps, want.Name, err)
+		}
+		r.event(p.ps, want, corev1.EventTypeNormal, ReasonCreated, "created pod %s at revision %s", want.Name, p.revision)
+	}
+	return skeleton.Next(), nil
+}
+
+// phaseUpdate brings each pod to the template: in place for metadata,
+// recreated for the spec, highest ordinal first, never more than
+// maxUnavailable unready.
+func (r *Reconciler) phaseUpdate(ctx context.Context, p *pass) (skeleton.Step, error) {
+	unavailable := 0
+	for i := 0; i < p.replicas; i++ {
+		if !ready(p.pods[i]) {
+			unavailable++
+		}
+	}
+	inPlace := r.Gates.Enabled(feature.InPlacePodMetadata)
+	for i := p.replicas - 1; i >= 0; i-- {
+		pod := p.pods[i]
+		if pod == nil || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		want := desiredPod(p.ps, i, p.revision)
+		d, err := PodDiff(pod, want, p.manager)
+		if err != nil {
+			return r.podFailed(p.ps, pod.Name, err)
+		}
+		if d == MetadataOnly && !inPlace {
+			d = RequiresRestart
+		}
+		if err := r.updatePod(ctx, p, pod, want, d, &unavailable); err != nil {
+			return r.podFailed(p.ps, pod.Name, err)
+		}
+	}
+	return skeleton.Next(), nil
+}
+
+// updatePod brings one pod to want as d says, counting it in p.updated
+// or p.waiting; unavailable counts the pods not ready.
+func (r *Reconciler) updatePod(ctx context.Context, p *pass, pod, want *corev1.Pod, d Diff, unavailable *int) error {
+	switch d {
+	case None:
+		p.updated++
+	case MetadataOnly:
+		res, err := r.apply(ctx, want, p.manager)
+		if err != nil {
+			return err
+		}
+		p.updated++
+		if res.Action != ownershipcore.ActionUnchanged { // a stale cache may ask twice
+			metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace).Inc()
+			r.event(p.ps, pod, corev1.EventTypeNormal, ReasonUpdatedInPlace, "applied the template's labels and annotations to pod %s in place", pod.Name)
+		}
+	case RequiresRestart:
+		wasReady := ready(pod)
+		if wasReady && *unavailable >= p.maxUnavailable {
+			p.waiting++
+			return nil
+		}
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if wasReady {
+			*unavailable++
+		}
+		metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeRecreate).Inc()
+		why := fmt.Sprintf("template.spec changed (revision %s → %s)", pod.Labels[RevisionLabel], p.revision)
+		if pod.Labels[RevisionLabel] == p.revision {
+			why = "labels or annotations changed and InPlacePodMetadata is off"
+		}
+		r.event(p.ps, pod, corev1.EventTypeNormal, ReasonRestarted, "recreating pod %s: %s", pod.Name, why)
+	}
+	return nil
+}
+
+// phaseReport counts the pods and sets the conditions: Ready when every
+// pod is ready at the revision, else Progressing.
+func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, error) {
+	st, gen, replicas := &p.ps.Status, p.ps.Generation, p.replicas
+	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = 0, 0, int32(p.updated)
+	for i := 0; i < replicas; i++ {
+		if p.pods[i] != nil {
+			st.Replicas++
+			if ready(p.pods[i]) {
+				st.ReadyReplicas++
+			}
+		}
+	}
+	if p.updated == replicas {
+		st.CurrentRevision = p.revision
+	}
+	if p.updated == replicas && int(st.ReadyReplicas) == replicas && len(p.pods) == replicas {
+		conditions.SetReady(&st.Conditions, gen, ReasonReady, fmt.Sprintf("%d/%d pods ready at revision %s", replicas, replicas, p.revision))
+		return skeleton.Next(), nil
+	}
+	msg := fmt.Sprintf("%d/%d pods ready, %d updated to revision %s", st.ReadyReplicas, replicas, p.updated, p.revision)
+	if p.waiting > 0 {
+		msg += fmt.Sprintf("; %d waiting to be recreated (maxUnavailable %d)", p.waiting, p.maxUnavailable)
+	}
+	conditions.SetWaiting(&st.Conditions, gen, ReasonProgressing, msg)
+	return skeleton.Next(), nil
+}
+
+// podFailed reports a failed pod write: PodRejected (Stalled, a terminal
+// error until the spec changes) when the apiserver refused the pod,
+// otherwise PodFailed and a retry with backoff.
+func (r *Reconciler) podFailed(ps *v1alpha1.PodSet, name string, err error) (skeleton.Step, error) {
+	st, gen := &ps.Status, ps.Generation
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
+		msg := fmt.Sprintf("the apiserver rejected the pod (%s): %v", name, err)
+		if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c == nil || c.Message != msg {
+			r.event(ps, nil, corev1.EventTypeWarning, ReasonPodRejected, "%s", msg)
+		}
+		conditions.SetStalled(&st.Conditions, gen, ReasonPodRejected, msg)
+		return skeleton.Stop(ctrl.Result{}), skeleton.Terminal(ReasonPodRejected, "%s", msg)
+	}
+	msg := fmt.Sprintf("pod %s: %v", name, err)
+	r.event(ps, nil, corev1.EventTypeWarning, ReasonPodFailed, "%s", msg)
+	conditions.SetWaiting(&st.Conditions, gen, ReasonPodFailed, msg)
+	return skeleton.Stop(ctrl.Result{}), errors.New(strings.TrimSpace(msg))
+}

@@ -1,0 +1,44 @@
+package repo
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// deps returns the packages pkgs link (go list -deps).
+func deps(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...)
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// Issue 14 part 3: the kubectl plugin links what a client needs (the
+// scheme, names, the ownership core), never the controllers or go-plugin;
+// a fieldops plugin links the SDK and the plugin-facing leaf packages,
+// never the ownership core itself.
+func TestCommandsLinkOnlyWhatTheyNeed(t *testing.T) {
+	for _, tc := range []struct {
+		pkg    string
+		banned []string
+	}{
+		{"./cmd/kubectl-fieldops", []string{"github.com/fieldops/fieldops/controllers", "github.com/hashicorp/go-plugin"}},
+		{"./plugins/examples/...", []string{"github.com/fieldops/fieldops/controllers", "github.com/fieldops/fieldops/ownershipcore"}},
+	} {
+		for _, d := range deps(t, tc.pkg) {
+			for _, b := range tc.banned {
+				if d == b || strings.HasPrefix(d, b+"/") {
+					if b == "github.com/fieldops/fieldops/ownershipcore" && (strings.HasPrefix(d, b+"/fieldset") || strings.HasPrefix(d, b+"/strategy")) {
+						continue // the plugin-facing leaves
+					}
+					t.Errorf("%s links %s", tc.pkg, d)
+				}
+			}
+		}
+	}
+}
