@@ -111,8 +111,8 @@ func waitReason(t testing.TB, ps *v1alpha1.PodSet, reason string) {
 			return false, "no Ready condition"
 		}
 		// The condition is stamped with the generation every reconcile
-		// judged; status.observedGeneration moves only on success (an
-		// object that failed, a spec error leave it behind).
+		// judged; status.observedGeneration moves only on success or a spec
+		// error (an object that failed, a wait leave it behind).
 		return c.Reason == reason && c.ObservedGeneration == ps.Generation && (ps.Status.ObservedGeneration == ps.Generation || !success(c)),
 			fmt.Sprintf("gen %d/%d/%d Ready=%s %s: %s", c.ObservedGeneration, ps.Status.ObservedGeneration, ps.Generation, c.Status, c.Reason, c.Message)
 	})

@@ -151,8 +151,8 @@ func waitReason(t testing.TB, mw *v1alpha1.ManagedWorkload, reason string) *v1al
 			return false, "no Ready condition"
 		}
 		// The condition is stamped with the generation every reconcile
-		// judged; status.observedGeneration moves only on success (an
-		// object that failed, a spec error leave it behind).
+		// judged; status.observedGeneration moves only on success or a spec
+		// error (an object that failed, a wait leave it behind).
 		return c.Reason == reason && c.ObservedGeneration == mw.Generation && (mw.Status.ObservedGeneration == mw.Generation || !success(c)),
 			fmt.Sprintf("gen %d/%d/%d Ready=%s %s: %s", c.ObservedGeneration, mw.Status.ObservedGeneration, mw.Generation, c.Status, c.Reason, c.Message)
 	})

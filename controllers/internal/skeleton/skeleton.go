@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -36,8 +37,13 @@ type Reconciler[T client.Object, S any] struct {
 	// Status returns obj's status, compared before and after.
 	Status func(obj T) any
 	// ObservedGeneration returns where obj's status.observedGeneration
-	// lives; it is set to obj's generation only on success: every phase
-	// ran without error, or one ended the reconcile with Finish.
+	// lives; it is set to obj's generation only when the generation is
+	// judged: every phase ran without error, one ended the reconcile with
+	// Finish, or one returned a terminal error (the spec itself is wrong:
+	// Ready=False and Stalled=True at the current generation is what
+	// kstatus reads as Failed, so `kubectl wait` and Flux's health checks
+	// fail at once instead of waiting out their timeout). A transient
+	// error or a Stop leaves it where it was.
 	ObservedGeneration func(obj T) *int64
 	// Scope makes the state the phases of one reconcile share.
 	Scope func(obj T) S
@@ -55,28 +61,24 @@ type Reconciler[T client.Object, S any] struct {
 	Writes Writes
 }
 
-// StaleRecheck is how soon a reconcile that found the cache behind our
-// own write looks again (the watch event of a status write may queue no
-// reconcile: status changes do not pass the predicates).
-const StaleRecheck = 100 * time.Millisecond
+// A reconcile that finds the cache behind our own write of its object
+// reads the cache again every StalePoll, for up to StaleWait; if the cache
+// is still behind then, it is requeued after StaleRecheck (the watch event
+// of a status write may queue no reconcile: status changes do not pass
+// the predicates). Waiting in place, rather than requeueing at once,
+// spares a reconcile that would do nothing.
+const (
+	StalePoll    = 10 * time.Millisecond
+	StaleWait    = time.Second
+	StaleRecheck = 100 * time.Millisecond
+)
 
 // Reconcile is get → cache guard → finalizer → deferred status write →
 // Delete or the phases.
 func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	obj := r.New()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Writes.Forget(req.NamespacedName)
-			if r.Forget != nil {
-				r.Forget(req.NamespacedName)
-			}
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.Writes.Behind(obj) {
-		// The cache has not seen our last write of obj yet: deciding on
-		// the older copy would redo that write.
-		return ctrl.Result{RequeueAfter: StaleRecheck}, nil
+	obj, res, ok, err := r.get(ctx, req)
+	if !ok {
+		return res, err
 	}
 	if r.letGo(obj) {
 		if r.Written != nil {
@@ -101,11 +103,42 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 		r.Writes.Wrote(obj, rv)
 		before = obj.DeepCopyObject().(T)
 	}
-	res, ok, err := RunPhases(ctx, r.Scope(obj), r.Phases)
-	if ok && err == nil {
+	res, ok, err = RunPhases(ctx, r.Scope(obj), r.Phases)
+	if (ok && err == nil) || IsTerminal(err) {
 		*r.ObservedGeneration(obj) = obj.GetGeneration()
 	}
 	return res, err
+}
+
+// get reads the object from the cache, once the cache has seen our own
+// last write of it: a copy that predates that write is read again every
+// StalePoll for up to StaleWait (no request: the watch event is on its
+// way), then the reconcile is requeued after StaleRecheck. ok is false
+// when the reconcile ends here (with res, err).
+func (r *Reconciler[T, S]) get(ctx context.Context, req ctrl.Request) (obj T, res ctrl.Result, ok bool, err error) {
+	read := func() (bool, error) {
+		obj = r.New()
+		if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+			return false, err
+		}
+		return !r.Writes.Behind(obj), nil
+	}
+	fresh, err := read()
+	if err == nil && !fresh {
+		err = wait.PollUntilContextTimeout(ctx, StalePoll, StaleWait, false, func(context.Context) (bool, error) { return read() })
+		if wait.Interrupted(err) {
+			// Still behind: deciding on the older copy would redo the
+			// write.
+			return obj, ctrl.Result{RequeueAfter: StaleRecheck}, false, nil
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		r.Writes.Forget(req.NamespacedName)
+		if r.Forget != nil {
+			r.Forget(req.NamespacedName)
+		}
+	}
+	return obj, ctrl.Result{}, err == nil, client.IgnoreNotFound(err)
 }
 
 // letGo reports whether obj is deleted and nothing is left to do: no
