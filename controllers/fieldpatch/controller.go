@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +24,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -38,11 +37,11 @@ const Finalizer = "fieldops.dev/hand-back"
 // "fieldops-fieldpatch/<namespace>/<name>", a ClusterFieldPatch with
 // "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
 const (
-	ManagerPrefix        = "fieldops-fieldpatch"
-	ClusterManagerPrefix = "fieldops-clusterfieldpatch"
+	ManagerPrefix        = patchtarget.ManagerPrefix
+	ClusterManagerPrefix = patchtarget.ClusterManagerPrefix
 	// OwnManagerPrefix marks field managers of fieldops itself; objects
 	// with such a manager are never FieldPatch targets.
-	OwnManagerPrefix = "fieldops-"
+	OwnManagerPrefix = patchtarget.OwnManagerPrefix
 )
 
 // transientRetry is how long to wait after an error a retry may fix
@@ -257,83 +256,24 @@ func (r *Reconciler) managerName(obj v1alpha1.Patcher) string {
 // ManagerName is the field manager a FieldPatch (cluster false) or a
 // ClusterFieldPatch (cluster true, namespace ignored) applies with:
 // "fieldops-fieldpatch/<namespace>/<name>" or
-// "fieldops-clusterfieldpatch/<name>" (ownershipcore.ManagerName).
+// "fieldops-clusterfieldpatch/<name>" (patchtarget.ManagerName).
 func ManagerName(cluster bool, namespace, name string) string {
-	if cluster {
-		return ownershipcore.ManagerName(ClusterManagerPrefix, "", name)
-	}
-	return ownershipcore.ManagerName(ManagerPrefix, namespace, name)
+	return patchtarget.ManagerName(cluster, namespace, name)
 }
 
 // targetError is a problem with the spec: Stalled with Reason until the
-// spec changes (or, with Retry, until the world may have changed).
-type targetError struct {
-	Reason string
-	Retry  bool
-	Err    error
-}
-
-func (e *targetError) Error() string { return e.Err.Error() }
-func (e *targetError) Unwrap() error { return e.Err }
+// spec changes (or, with Retry, until the world may have changed). The
+// target's own refusals come from patchtarget, which plan shares.
+type targetError = patchtarget.Error
 
 func stalled(reason string, format string, args ...interface{}) error {
 	return &targetError{Reason: reason, Err: fmt.Errorf(format, args...)}
 }
 
 // resolveTarget validates the target reference and returns an empty
-// object naming it.
+// object naming it (patchtarget.Resolve: the rules plan applies too).
 func (r *Reconciler) resolveTarget(obj v1alpha1.Patcher) (*unstructured.Unstructured, error) {
-	t := obj.PatchSpec().Target
-	gv, err := schema.ParseGroupVersion(t.APIVersion)
-	if err != nil {
-		return nil, stalled(ReasonInvalidTarget, "target apiVersion %q: %v", t.APIVersion, err)
-	}
-	gvk := gv.WithKind(t.Kind)
-	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, obj.TargetNamespace(), t.Name, r.Tenancy.OwnNamespace); ok {
-		return nil, stalled(ReasonForbiddenTarget, "target %s %s is %s; fieldops does not patch its own objects", t.Kind, t.Name, why)
-	}
-	if !r.Cluster && t.Namespace != "" && t.Namespace != obj.GetNamespace() {
-		return nil, stalled(ReasonCrossNamespaceTarget, "a FieldPatch may only target its own namespace %q, not %q: use a ClusterFieldPatch", obj.GetNamespace(), t.Namespace)
-	}
-	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: fmt.Errorf("kind %s is not served by the apiserver", gvk)}
-		}
-		return nil, &targetError{Reason: ReasonUnknownKind, Retry: true, Err: err}
-	}
-	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	ns := obj.TargetNamespace()
-	switch {
-	case namespaced && ns == "":
-		return nil, stalled(ReasonInvalidTarget, "target %s is namespaced: set spec.target.namespace", gvk.Kind)
-	case !namespaced && !r.Cluster:
-		return nil, stalled(ReasonInvalidTarget, "target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
-	case !namespaced:
-		ns = ""
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(ns)
-	u.SetName(t.Name)
-	return u, nil
-}
-
-// ownedByFieldops reports whether fieldops itself manages live (another
-// fieldops controller's object), naming the manager.
-func ownedByFieldops(live *unstructured.Unstructured, self string) (string, bool) {
-	for _, ref := range live.GetOwnerReferences() {
-		if strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/") {
-			return ref.Kind + " " + ref.Name, true
-		}
-	}
-	for _, m := range ownershipcore.ManagerNames(live) {
-		if strings.HasPrefix(m, OwnManagerPrefix) &&
-			!strings.HasPrefix(m, ManagerPrefix+"/") && !strings.HasPrefix(m, ClusterManagerPrefix+"/") && m != self {
-			return m, true
-		}
-	}
-	return "", false
+	return patchtarget.Resolve(r.Client.RESTMapper(), obj, r.Cluster, r.Tenancy.OwnNamespace)
 }
 
 // event records an event about obj; its note is cleaned and bounded

@@ -20,6 +20,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/metrics"
@@ -59,8 +60,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, obj v1alpha1.Patcher) 
 	if live == nil {
 		return r.targetMissing(obj, ref)
 	}
-	if who, ok := ownedByFieldops(live, manager); ok {
-		return r.fail(obj, stalled(ReasonForbiddenTarget, "target %s %s is managed by fieldops (%s); fieldops does not patch its own objects", ref.GetKind(), objectName(ref), who))
+	if err := patchtarget.ManagedByFieldops(live, manager); err != nil {
+		return r.fail(obj, err)
 	}
 
 	intent, intentSet, err := r.intent(ctx, obj, live, manager)

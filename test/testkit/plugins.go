@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -20,15 +22,36 @@ import (
 // directory and returns a Host for them, with their real checksums, and a
 // cleanup.
 func ExamplePlugins(names ...string) (*host.Host, func(), error) {
+	path, cleanup, err := ExamplePluginConfig(names...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := host.LoadConfig(path)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	h, err := host.New(cfg, host.Options{})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return h, func() { h.Close(); cleanup() }, nil
+}
+
+// ExamplePluginConfig builds the plugins as ExamplePlugins does and
+// writes their --plugin-config file (plugins.yaml, beside them); it
+// returns its path and a cleanup.
+func ExamplePluginConfig(names ...string) (string, func(), error) {
 	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths", "misbehave": "ConflictStrategy"}
 	sources := map[string]string{"misbehave": "./plugins/host/testdata/misbehave"}
 	root, err := localcp.ModuleRoot()
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
 	dir, err := os.MkdirTemp("", "fieldops-example-plugins-")
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	cfg := &host.Config{}
@@ -42,20 +65,25 @@ func ExamplePlugins(names ...string) (*host.Host, func(), error) {
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			cleanup()
-			return nil, nil, fmt.Errorf("build plugin %s: %v\n%s", name, err, out)
+			return "", nil, fmt.Errorf("build plugin %s: %v\n%s", name, err, out)
 		}
 		b, err := os.ReadFile(bin)
 		if err != nil {
 			cleanup()
-			return nil, nil, err
+			return "", nil, err
 		}
 		sum := sha256.Sum256(b)
 		cfg.Plugins = append(cfg.Plugins, host.PluginConfig{Name: name, Path: bin, SHA256: hex.EncodeToString(sum[:]), Kind: kinds[name]})
 	}
-	h, err := host.New(cfg, host.Options{})
+	b, err := yaml.Marshal(cfg)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return "", nil, err
 	}
-	return h, func() { h.Close(); cleanup() }, nil
+	path := filepath.Join(dir, "plugins.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return path, cleanup, nil
 }
