@@ -14,6 +14,7 @@ COPY feature/ feature/
 COPY internal/conflicts/ internal/conflicts/
 COPY internal/managercmd/ internal/managercmd/
 COPY internal/patchintent/ internal/patchintent/
+COPY internal/patchtarget/ internal/patchtarget/
 COPY metrics/ metrics/
 COPY ownershipcore/ ownershipcore/
 COPY plugins/ plugins/
