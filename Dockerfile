@@ -17,6 +17,7 @@ COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/
 COPY internal/scheme/ internal/scheme/
 COPY internal/workloadspec/ internal/workloadspec/
+COPY internal/patchtarget/ internal/patchtarget/
 COPY metrics/ metrics/
 COPY ownershipcore/ ownershipcore/
 COPY plugins/ plugins/

@@ -44,18 +44,25 @@ x-kubernetes-list-type, x-kubernetes-list-map-keys or x-kubernetes-map-type
 changes in a served version. Then read every object of each such version
 and report, per object and path:
 
-  Break    the object no longer converts under the new schema, so every
+  Break    a write that worked before the change fails after it. The
+           object no longer converts under the new schema, so every
            server-side apply of it, by any manager and of any field, fails
            with the message given: the apiserver's field manager
            (structured-merge-diff) rejects "associative list with keys may
            not have non-map elements" (a set or atomic list made a map),
-           an element without any of the new keys, a map element in a set.
+           an element without any of the new keys, a map element in a set
+           (updates then clear the object's managedFields). Or every write
+           fails validation: an element lacks a new, required map key. Or
+           a manager's routine apply fails: it applied duplicates the new
+           keys forbid, or it shared a list entry by entry with other
+           managers and the list became atomic (its next apply conflicts
+           with them; forced, it drops their entries).
   Warning  ownership changes: an atomic list that becomes a set or map
-           leaves its owner owning only the list field; a set or map that
-           becomes atomic is replaced whole by the next manager to apply
-           it; new list-map keys leave entries without a key or duplicated;
-           objects without managedFields are owned by before-first-apply
-           on their first server-side apply.
+           leaves its owner owning only the list field; duplicates nobody
+           applied together are kept, and an apply naming the key once
+           replaces them; new list-map keys rename the entries recorded in
+           managedFields; objects without managedFields are owned by
+           before-first-apply on their first server-side apply.
 
 It exits non-zero when anything would break. Nothing is written.`,
 		Example: `  kubectl fieldops check-crd config/crd/bases/example.com_widgets.yaml

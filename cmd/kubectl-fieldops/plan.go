@@ -10,11 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -26,8 +24,10 @@ import (
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/workloadspec"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/plugins/host"
 )
 
 type planOptions struct {
@@ -35,6 +35,13 @@ type planOptions struct {
 	streams genericiooptions.IOStreams
 	files   genericclioptions.FileNameFlags
 	output  string
+	// ownNamespace is the manager's namespace: the controller refuses
+	// targets in it (patchtarget.Protected).
+	ownNamespace string
+	// pluginConfig is the manager's --plugin-config: with it, a
+	// conflictPolicy Plugin is decided by the plugin, as the controller
+	// decides it.
+	pluginConfig string
 }
 
 func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -78,6 +85,8 @@ under conflictPolicy Fail, an invalid patch, a missing target).`,
 	}
 	o.files.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	cmd.Flags().StringVar(&o.pluginConfig, "plugin-config", "", "the manager's --plugin-config file: conflicts of a patch with conflictPolicy Plugin are then decided by that plugin, run here as the manager runs it (same binary, same SHA-256); without it, by its conflictPluginFallback")
+	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "fieldops-system", "the namespace the fieldops manager runs in (its --namespace): the controller refuses targets in it, and so does the plan")
 	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}})
 	return cmd
 }
@@ -95,6 +104,10 @@ type Plan struct {
 	// or, when it would fail, Conflicted, Invalid, TargetNotFound, Failed.
 	Action  string `json:"action"`
 	Message string `json:"message,omitempty"`
+	// Reason is the reason the controller would stall with when it
+	// refuses the target (ForbiddenTarget, CrossNamespaceTarget,
+	// InvalidTarget, UnknownKind); Message then ends with its message.
+	Reason string `json:"reason,omitempty"`
 	// Patch is the plan of a FieldPatch or ClusterFieldPatch.
 	Patch *PatchPlan `json:"patch,omitempty"`
 	// Objects is the plan of a ManagedWorkload, in apply order.
@@ -192,6 +205,10 @@ type planner struct {
 	c       client.Client
 	applier *ownershipcore.Applier
 	ns      string
+	// ownNamespace is the manager's namespace (--fieldops-namespace).
+	ownNamespace string
+	// plugins runs the plugins of --plugin-config; nil without it.
+	plugins *host.Host
 }
 
 func (o *planOptions) run(ctx context.Context) error {
@@ -207,6 +224,16 @@ func (o *planOptions) run(ctx context.Context) error {
 	p, err := o.planner()
 	if err != nil {
 		return err
+	}
+	if o.pluginConfig != "" {
+		cfg, err := host.LoadConfig(o.pluginConfig)
+		if err != nil {
+			return err
+		}
+		if p.plugins, err = host.New(cfg, host.Options{}); err != nil {
+			return err
+		}
+		defer p.plugins.Close()
 	}
 	plans := make([]Plan, 0, len(docs))
 	failed := 0
@@ -291,7 +318,7 @@ func (o *planOptions) planner() (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &planner{c: c, ns: ns, applier: applier}, nil
+	return &planner{c: c, ns: ns, applier: applier, ownNamespace: o.ownNamespace}, nil
 }
 
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {
@@ -353,6 +380,15 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
 		return plan, nil
 	}
+	refused := func(err error) (Plan, error) {
+		var te *patchtarget.Error
+		if !errors.As(err, &te) {
+			return invalid(err)
+		}
+		plan.Action, plan.Reason = actionInvalid, te.Reason
+		plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, ownershipcore.SafeMessage(err))
+		return plan, nil
+	}
 	exists, err := p.admit(ctx, obj, existing)
 	if err != nil {
 		return invalid(err)
@@ -362,7 +398,7 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	if exists {
 		st = existing.PatchStatus()
 	}
-	strategy, policy, notes, err := patchStrategy(spec)
+	strategy, policy, notes, err := p.patchStrategy(spec)
 	if err != nil {
 		return invalid(err)
 	}
@@ -371,9 +407,11 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		pp.Notes = append(pp.Notes, fmt.Sprintf("ignorePlugins %s run in the manager, not here: the fields they name are planned as if they were not ignored", strings.Join(spec.IgnorePlugins, ", ")))
 	}
 
-	ref, err := p.target(spec, obj.TargetNamespace(), cluster)
+	// The controller's own rules (patchtarget): a target it refuses is
+	// refused here with the same reason and message.
+	ref, err := patchtarget.Resolve(p.c.RESTMapper(), obj, cluster, p.ownNamespace)
 	if err != nil {
-		return invalid(err)
+		return refused(err)
 	}
 	pp.Target.Namespace = ref.GetNamespace()
 	live, err := p.applier.Get(ctx, ref)
@@ -383,6 +421,9 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	if live == nil {
 		plan.Action, plan.Message = actionTargetNotFound, fmt.Sprintf("target %s not found; the controller patches it when it appears", pp.Target)
 		return plan, nil
+	}
+	if err := patchtarget.ManagedByFieldops(live, manager); err != nil {
+		return refused(err)
 	}
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
@@ -451,9 +492,11 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 }
 
 // patchStrategy is the conflict strategy of spec as the controller builds
-// it (conflicts.Policy under the yieldTo and forceOver rules). A plugin
-// cannot be asked from here: its fallback stands in, and a note says so.
-func patchStrategy(spec *v1alpha1.FieldPatchSpec) (ownershipcore.ConflictStrategy, string, []string, error) {
+// it (conflicts.Policy under the yieldTo and forceOver rules). A plugin is
+// asked when --plugin-config names it (host.Strategy, with its fallback,
+// as the controller asks it); otherwise its fallback stands in, and a
+// note says so.
+func (p *planner) patchStrategy(spec *v1alpha1.FieldPatchSpec) (ownershipcore.ConflictStrategy, string, []string, error) {
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
 		s, ok := conflicts.Policy(spec.ConflictPolicy)
 		if !ok {
@@ -473,8 +516,19 @@ func patchStrategy(spec *v1alpha1.FieldPatchSpec) (ownershipcore.ConflictStrateg
 	if fallback == "" {
 		fallback = string(v1alpha1.ConflictFallbackFail)
 	}
-	note := fmt.Sprintf("conflictPolicy Plugin: the plugin %q decides each conflict when the controller applies; shown is its fallback, %s", spec.ConflictPlugin, fallback)
-	return conflicts.Rules(spec.ConflictRules, s), fmt.Sprintf("Plugin %s (fallback %s)", spec.ConflictPlugin, fallback), []string{note}, nil
+	policy := fmt.Sprintf("Plugin %s (fallback %s)", spec.ConflictPlugin, fallback)
+	if p.plugins != nil {
+		// A plugin that fails leaves its conflicts to the fallback, as in
+		// the controller (which also reports it as PluginFailed).
+		plugin, err := p.plugins.Strategy(spec.ConflictPlugin, s, func(error) {})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("conflictPlugin: %w", err)
+		}
+		note := fmt.Sprintf("conflictPolicy Plugin: the plugin %q of --plugin-config decided each conflict, as the controller would", spec.ConflictPlugin)
+		return conflicts.Rules(spec.ConflictRules, plugin), policy, []string{note}, nil
+	}
+	note := fmt.Sprintf("conflictPolicy Plugin: the plugin %q decides each conflict when the controller applies; shown is its fallback, %s (--plugin-config runs the plugin here)", spec.ConflictPlugin, fallback)
+	return conflicts.Rules(spec.ConflictRules, s), policy, []string{note}, nil
 }
 
 func deletionPolicy(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {
@@ -482,35 +536,6 @@ func deletionPolicy(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {
 		return v1alpha1.DeletionPolicyHandBack
 	}
 	return p
-}
-
-// target names the patch's target as the controller resolves it: a
-// namespaced kind in the patch's target namespace, a cluster-scoped one
-// only for a ClusterFieldPatch.
-func (p *planner) target(spec *v1alpha1.FieldPatchSpec, ns string, cluster bool) (*unstructured.Unstructured, error) {
-	gv, err := schema.ParseGroupVersion(spec.Target.APIVersion)
-	if err != nil {
-		return nil, fmt.Errorf("target apiVersion %q: %w", spec.Target.APIVersion, err)
-	}
-	gvk := gv.WithKind(spec.Target.Kind)
-	mapping, err := p.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, fmt.Errorf("target kind %s: %w", gvk, err)
-	}
-	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	switch {
-	case namespaced && ns == "":
-		return nil, fmt.Errorf("target %s is namespaced: set spec.target.namespace", gvk.Kind)
-	case !namespaced && !cluster:
-		return nil, fmt.Errorf("target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
-	case !namespaced:
-		ns = ""
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(ns)
-	u.SetName(spec.Target.Name)
-	return u, nil
 }
 
 // fieldRows are the inputs of a patch's per-field plan.

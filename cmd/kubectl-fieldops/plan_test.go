@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,12 +23,17 @@ import (
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/plugins/host"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-refused"}
+
+// planPluginConfig is the --plugin-config of TestPlan's manager, which
+// plan is given too.
+var planPluginConfig string
 
 // TestPlan runs the plan tests with a manager of every fieldops
 // controller (as test/testkit.RunSuite starts one) watching
@@ -43,7 +49,22 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1}); err != nil {
+	cfgPath, cleanup, err := testkit.ExamplePluginConfig("yield-to-autoscalers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	planPluginConfig = cfgPath
+	cfg, err := host.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, err := host.New(cfg, host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plugins.Close)
+	if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1, Plugins: plugins, OwnNamespace: planOwnNamespace}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(testkit.Start(mgr))
@@ -51,7 +72,14 @@ func TestPlan(t *testing.T) {
 	t.Run("FailConflict", testPlanFailConflict)
 	t.Run("YieldTo", testPlanYieldTo)
 	t.Run("Workload", testPlanWorkload)
+	t.Run("ClusterFieldPatch", testPlanClusterFieldPatch)
+	t.Run("Plugin", testPlanPlugin)
+	t.Run("RefusedTargets", testPlanRefusesWhatTheControllerRefuses)
 }
+
+// planOwnNamespace is the namespace TestPlan's manager runs in, as far as
+// it and plan know (--namespace, --fieldops-namespace's default).
+const planOwnNamespace = "fieldops-system"
 
 // deploymentAs is the target of the patch tests: a Deployment applied by
 // helm, with a label a person set with kubectl edit (an Update entry).
@@ -101,11 +129,25 @@ func planJSON(t *testing.T, file string) []Plan {
 	return plans
 }
 
+// patcher is a FieldPatch or ClusterFieldPatch.
+type patcher interface {
+	client.Object
+	v1alpha1.Patcher
+}
+
 // createAndWaitReady creates the FieldPatch of y and waits until it is
 // Ready for its generation.
 func createAndWaitReady(t *testing.T, y string) *v1alpha1.FieldPatch {
 	t.Helper()
 	fp := &v1alpha1.FieldPatch{}
+	createPatcherReady(t, y, fp)
+	return fp
+}
+
+// createPatcherReady creates fp (a FieldPatch or ClusterFieldPatch) from
+// y and waits until it is Ready for its generation.
+func createPatcherReady(t *testing.T, y string, fp patcher) {
+	t.Helper()
 	if err := yaml.UnmarshalStrict([]byte(y), fp); err != nil {
 		t.Fatal(err)
 	}
@@ -114,35 +156,35 @@ func createAndWaitReady(t *testing.T, y string) *v1alpha1.FieldPatch {
 	}
 	// Gone before the other tests list every namespace (status -A).
 	t.Cleanup(func() { testkit.Kit{Client: k8s}.DeleteAndWait(t, fp) })
-	testkit.Eventually(t, "FieldPatch "+fp.Name+" Ready", func() (bool, string) {
+	testkit.Eventually(t, "FieldPatch "+fp.GetName()+" Ready", func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fp), fp); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(fp.Status.Conditions, "Ready")
+		c := meta.FindStatusCondition(fp.PatchStatus().Conditions, "Ready")
 		if c == nil {
 			return false, "no Ready condition"
 		}
-		return c.Status == "True" && c.ObservedGeneration == fp.Generation, c.Reason + ": " + c.Message
+		return c.Status == "True" && c.ObservedGeneration == fp.GetGeneration(), c.Reason + ": " + c.Message
 	})
-	return fp
 }
 
 // comparePlan checks that the plan says what the controller did: the
 // record of previous owners, the managed fields in status, and the
 // target's managed fields entry of the patch's field manager.
-func comparePlan(t *testing.T, plan Plan, fp *v1alpha1.FieldPatch, target *unstructured.Unstructured) {
+func comparePlan(t *testing.T, plan Plan, fp v1alpha1.Patcher, target *unstructured.Unstructured) {
 	t.Helper()
-	if plan.FieldManager != fp.Status.FieldManager {
-		t.Errorf("plan's field manager %q, status %q", plan.FieldManager, fp.Status.FieldManager)
+	st := fp.PatchStatus()
+	if plan.FieldManager != st.FieldManager {
+		t.Errorf("plan's field manager %q, status %q", plan.FieldManager, st.FieldManager)
 	}
 	var got []PlannedOwner
-	for _, e := range fp.Status.PreviousOwners {
+	for _, e := range st.PreviousOwners {
 		got = append(got, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Paths: e.Paths})
 	}
 	if a, b := mustJSON(t, plan.Patch.PreviousOwners), mustJSON(t, got); a != b {
 		t.Errorf("previous owners: plan %s, status %s", a, b)
 	}
-	if a, b := mustJSON(t, plan.Patch.ManagedFields), mustJSON(t, fp.Status.ManagedFields); a != b {
+	if a, b := mustJSON(t, plan.Patch.ManagedFields), mustJSON(t, st.ManagedFields); a != b {
 		t.Errorf("managed fields: plan %s, status %s", a, b)
 	}
 	live := &unstructured.Unstructured{}
@@ -166,7 +208,7 @@ func comparePlan(t *testing.T, plan Plan, fp *v1alpha1.FieldPatch, target *unstr
 	for _, f := range plan.Patch.Fields {
 		switch f.Plan {
 		case "take", "add", "share":
-			if !slices.Contains(fp.Status.ManagedFields, f.Path) {
+			if !slices.Contains(st.ManagedFields, f.Path) {
 				t.Errorf("plan says %s %s, but the patch does not own it", f.Plan, f.Path)
 			}
 		}
@@ -357,5 +399,159 @@ spec:
 	// Nothing was written: the dry run created nothing.
 	if (testkit.Kit{Client: k8s}).Exists(t, testkit.Obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: fresh, namespace: plan-workload}}`)) {
 		t.Error("plan created ConfigMap fresh")
+	}
+}
+
+// A ClusterFieldPatch is planned, then created: its field manager
+// (fieldops-clusterfieldpatch/<name>), previous owners and managed fields
+// are what the controller records.
+func testPlanClusterFieldPatch(t *testing.T) {
+	d := deploymentAs(t, "plan-cluster")
+	y := `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-cluster-pin}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, namespace: plan-cluster, name: web}
+  patch:
+    metadata: {labels: {team: platform}, annotations: {fieldops.dev/planned: "yes"}}
+    spec: {replicas: 3}
+`
+	file := planFile(t, y)
+	plans := planJSON(t, file)
+	if len(plans) != 1 || plans[0].Kind != "ClusterFieldPatch" || plans[0].Action != "Configured" || plans[0].FieldManager != "fieldops-clusterfieldpatch/plan-cluster-pin" {
+		t.Fatalf("plan: %s", mustJSON(t, plans))
+	}
+	cfp := &v1alpha1.ClusterFieldPatch{}
+	createPatcherReady(t, y, cfp)
+	comparePlan(t, plans[0], cfp, d)
+}
+
+// A patch whose conflicts a plugin decides (yield-to-autoscalers: yield
+// .spec.replicas to an autoscaler, force the rest) is planned with the
+// manager's --plugin-config: the plan yields the replicas the "hpa"
+// manager set and takes the label kubectl-edit set, as the controller
+// then does. Without --plugin-config the plan shows the fallback (Fail)
+// and says so.
+func testPlanPlugin(t *testing.T) {
+	d := deploymentAs(t, "plan-plugin")
+	mergeAs(t, "hpa", d, `{"spec":{"replicas":7}}`)
+	y := `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: pin, namespace: plan-plugin}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  conflictPolicy: Plugin
+  conflictPlugin: yield-to-autoscalers
+  patch:
+    metadata: {labels: {team: platform}, annotations: {fieldops.dev/planned: "yes"}}
+    spec: {replicas: 1}
+`
+	file := planFile(t, y)
+	// Without the plugin: its fallback, Fail, stands in.
+	fallback := planJSON(t, file)
+	if fallback[0].Action != "Conflicted" || !strings.Contains(strings.Join(fallback[0].Patch.Notes, " "), "shown is its fallback, Fail") {
+		t.Errorf("plan without --plugin-config: %s %v", fallback[0].Action, fallback[0].Patch.Notes)
+	}
+	out, errOut, err := plugin(t, "plan", "-f", file, "-o", "json", "--plugin-config", planPluginConfig)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, errOut)
+	}
+	var plans []Plan
+	if err := json.Unmarshal([]byte(out), &plans); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, f := range plans[0].Patch.Fields {
+		rows[f.Path] = f.Plan
+	}
+	if rows[".spec.replicas"] != "yield" || rows[".metadata.labels.team"] != "take" || plans[0].Action != "Configured" {
+		t.Fatalf("plan with the plugin: %s", mustJSON(t, plans[0]))
+	}
+	fp := createAndWaitReady(t, y)
+	comparePlan(t, plans[0], fp, d)
+	if r, _, _ := unstructured.NestedInt64((testkit.Kit{Client: k8s}).Live(t, d).Object, "spec", "replicas"); r != 7 {
+		t.Errorf("replicas %d: the controller did not yield them as planned", r)
+	}
+}
+
+// plan refuses the targets the controller refuses (patchtarget), with the
+// reason and the message the controller stalls with.
+func testPlanRefusesWhatTheControllerRefuses(t *testing.T) {
+	createNamespace(t, "plan-refused")
+	applyAs(t, "fieldops-workload/plan-refused/shop", `{apiVersion: v1, kind: ConfigMap, metadata: {name: generated, namespace: plan-refused}, data: {a: "1"}}`)
+	for _, tc := range []struct {
+		name, y, reason string
+		obj             patcher
+	}{
+		{"a fieldops object", `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: own-kind, namespace: plan-refused}
+spec:
+  target: {apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, name: other}
+  patch: {metadata: {labels: {x: "y"}}}
+`, "ForbiddenTarget", &v1alpha1.FieldPatch{}},
+		{"another namespace", `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: cross, namespace: plan-refused}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, namespace: default, name: c}
+  patch: {data: {a: "1"}}
+`, "CrossNamespaceTarget", &v1alpha1.FieldPatch{}},
+		{"a cluster-scoped target of a FieldPatch", `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: cluster-scoped, namespace: plan-refused}
+spec:
+  target: {apiVersion: v1, kind: Namespace, name: plan-refused}
+  patch: {metadata: {labels: {x: "y"}}}
+`, "InvalidTarget", &v1alpha1.FieldPatch{}},
+		{"fieldops's CRD", `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-refused-crd}
+spec:
+  target: {apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: fieldpatches.fieldops.dev}
+  patch: {metadata: {labels: {x: "y"}}}
+`, "ForbiddenTarget", &v1alpha1.ClusterFieldPatch{}},
+		{"fieldops's namespace", `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-refused-own-namespace}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, namespace: ` + planOwnNamespace + `, name: fieldops-config}
+  patch: {data: {a: "1"}}
+`, "ForbiddenTarget", &v1alpha1.ClusterFieldPatch{}},
+		{"an object another fieldops controller manages", `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: managed, namespace: plan-refused}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: generated}
+  patch: {data: {b: "2"}}
+`, "ForbiddenTarget", &v1alpha1.FieldPatch{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plans := planJSON(t, planFile(t, tc.y))
+			if len(plans) != 1 || plans[0].Action != "Invalid" || plans[0].Reason != tc.reason {
+				t.Fatalf("plan: %s, want Invalid with reason %s", mustJSON(t, plans), tc.reason)
+			}
+			if err := yaml.UnmarshalStrict([]byte(tc.y), tc.obj); err != nil {
+				t.Fatal(err)
+			}
+			if err := k8s.Create(context.Background(), tc.obj); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { testkit.Kit{Client: k8s}.DeleteAndWait(t, tc.obj) })
+			var stalled *metav1.Condition
+			testkit.Eventually(t, tc.obj.GetName()+" Stalled", func() (bool, string) {
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(tc.obj), tc.obj); err != nil {
+					return false, err.Error()
+				}
+				stalled = meta.FindStatusCondition(tc.obj.PatchStatus().Conditions, "Stalled")
+				return stalled != nil && stalled.Status == "True" && stalled.ObservedGeneration == tc.obj.GetGeneration(), fmt.Sprint(stalled)
+			})
+			if stalled.Reason != plans[0].Reason {
+				t.Errorf("the controller stalls with %s, the plan says %s", stalled.Reason, plans[0].Reason)
+			}
+			if want := "the patch would stall (reason " + stalled.Reason + "): " + stalled.Message; plans[0].Message != want {
+				t.Errorf("plan's message\n%s\nwant\n%s", plans[0].Message, want)
+			}
+		})
 	}
 }

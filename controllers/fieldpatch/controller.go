@@ -3,14 +3,11 @@ package fieldpatch
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -27,6 +24,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -199,59 +197,24 @@ func ManagerName(cluster bool, namespace, name string) string {
 }
 
 // resolveTarget validates the target reference and returns an empty
-// object naming it.
+// object naming it (patchtarget.Resolve: the rules plan applies too).
 func (r *Reconciler) resolveTarget(obj v1alpha1.Patcher) (*unstructured.Unstructured, error) {
-	t := obj.PatchSpec().Target
-	gv, err := schema.ParseGroupVersion(t.APIVersion)
-	if err != nil {
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "target apiVersion %q: %v", t.APIVersion, err)
-	}
-	gvk := gv.WithKind(t.Kind)
-	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, obj.TargetNamespace(), t.Name, r.Tenancy.OwnNamespace); ok {
-		return nil, skeleton.Terminal(ReasonForbiddenTarget, "target %s %s is %s; fieldops does not patch its own objects", t.Kind, t.Name, why)
-	}
-	if !r.Cluster && t.Namespace != "" && t.Namespace != obj.GetNamespace() {
-		return nil, skeleton.Terminal(ReasonCrossNamespaceTarget, "a FieldPatch may only target its own namespace %q, not %q: use a ClusterFieldPatch", obj.GetNamespace(), t.Namespace)
-	}
-	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: fmt.Errorf("kind %s is not served by the apiserver", gvk)}
-		}
-		return nil, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
-	}
-	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	ns := obj.TargetNamespace()
-	switch {
-	case namespaced && ns == "":
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "target %s is namespaced: set spec.target.namespace", gvk.Kind)
-	case !namespaced && !r.Cluster:
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "target %s is cluster-scoped: use a ClusterFieldPatch", gvk.Kind)
-	case !namespaced:
-		ns = ""
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(ns)
-	u.SetName(t.Name)
-	return u, nil
+	u, err := patchtarget.Resolve(r.Client.RESTMapper(), obj, r.Cluster, r.Tenancy.OwnNamespace)
+	return u, targetErr(err)
 }
 
-// ownedByFieldops reports whether fieldops itself manages live (another
-// fieldops controller's object), naming the manager.
-func ownedByFieldops(live *unstructured.Unstructured, self string) (string, bool) {
-	for _, ref := range live.GetOwnerReferences() {
-		if strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/") {
-			return ref.Kind + " " + ref.Name, true
-		}
+// targetErr turns a refusal of patchtarget into a ReasonError: terminal
+// (the spec must change) unless the refusal may pass by itself (a kind
+// not served yet, whose CRD may be installed).
+func targetErr(err error) error {
+	var te *patchtarget.Error
+	if !errors.As(err, &te) {
+		return err
 	}
-	for _, m := range ownershipcore.ManagerNames(live) {
-		if strings.HasPrefix(m, OwnManagerPrefix) &&
-			!strings.HasPrefix(m, ManagerPrefix+"/") && !strings.HasPrefix(m, ClusterManagerPrefix+"/") && m != self {
-			return m, true
-		}
+	if te.Retry {
+		return &skeleton.ReasonError{Reason: te.Reason, Err: te.Err}
 	}
-	return "", false
+	return skeleton.Terminal(te.Reason, "%w", te.Err)
 }
 
 // event records an event about obj; its note is cleaned and bounded

@@ -17,6 +17,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
@@ -84,8 +85,8 @@ func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, e
 	if p.live == nil {
 		return r.targetMissing(p.obj, ref)
 	}
-	if who, ok := ownedByFieldops(p.live, p.manager); ok {
-		return r.fail(p.obj, skeleton.Terminal(ReasonForbiddenTarget, "target %s %s is managed by fieldops (%s); fieldops does not patch its own objects", ref.GetKind(), objectName(ref), who))
+	if err := patchtarget.ManagedByFieldops(p.live, p.manager); err != nil {
+		return r.fail(p.obj, targetErr(err))
 	}
 	return skeleton.Next(), nil
 }

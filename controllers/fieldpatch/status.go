@@ -5,6 +5,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 )
 
 // Condition types (kstatus).
@@ -20,10 +21,10 @@ const (
 	ReasonApplied              = "Applied"
 	ReasonSuspended            = "Suspended"
 	ReasonTargetNotFound       = "TargetNotFound"
-	ReasonUnknownKind          = "UnknownKind"
-	ReasonInvalidTarget        = "InvalidTarget"
-	ReasonCrossNamespaceTarget = "CrossNamespaceTarget"
-	ReasonForbiddenTarget      = "ForbiddenTarget"
+	ReasonUnknownKind          = patchtarget.ReasonUnknownKind
+	ReasonInvalidTarget        = patchtarget.ReasonInvalidTarget
+	ReasonCrossNamespaceTarget = patchtarget.ReasonCrossNamespaceTarget
+	ReasonForbiddenTarget      = patchtarget.ReasonForbiddenTarget
 	ReasonInvalidPatch         = "InvalidPatch"
 	ReasonInvalidIgnorePath    = "InvalidIgnorePath"
 	ReasonConflict             = "Conflict"

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -19,11 +20,14 @@ import (
 type Severity string
 
 const (
-	// Break: the apiserver's field manager cannot convert the stored
-	// object with the new schema, so every server-side apply of it fails
-	// (by any manager, of any field) until the list is fixed by hand.
-	// Updates and patches fail too when the new schema requires the
-	// missing key (validation ratcheting cannot match a keyless element).
+	// Break: a write that worked before the change fails after it. Either
+	// the apiserver's field manager cannot convert the stored object with
+	// the new schema, so every server-side apply of it fails (by any
+	// manager, of any field) until the list is fixed by hand; or every
+	// write fails validation (a list-map key the new schema requires is
+	// missing); or the routine apply of a manager fails: it applies the
+	// duplicates the new keys forbid, or a list it shared entry by entry
+	// became atomic and it now conflicts with the other owners.
 	Break Severity = "Break"
 	// Warning: writes succeed, but who owns the list, and so who may
 	// apply it without a conflict or silently replace it, changes.
@@ -126,9 +130,9 @@ func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Findi
 	if c.List && isList {
 		switch c.New.Type {
 		case "map":
-			checkMapList(c, at.path, list, add)
+			checkMapList(c, at, list, owners, add)
 		case "set":
-			checkSet(at.path, list, add)
+			checkSet(c, at, list, owners, add)
 		}
 	}
 	if len(owners) == 0 {
@@ -147,7 +151,7 @@ func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Findi
 	case wasAtomic && !isAtomic:
 		add(Warning, at.path, "%s owned it whole (atomic); now %s only the field itself, none of its entries (SSA docs, \"Merge strategy\"): another manager may apply entries without a conflict, and the owner's apply no longer removes the entries it drops", strings.Join(holders, ", "), pronoun(holders))
 	case !wasAtomic && isAtomic && len(holders) > 1:
-		add(Warning, at.path, "%s own entries of it; as atomic, the next manager to apply it replaces it whole without a conflict, dropping the others' entries (api-conventions, \"Changing the topology of a list\")", strings.Join(holders, ", "))
+		add(Break, at.path, "%s own entries of it; as atomic, the first write of the object after the change makes each of them own it whole (managedFields keep the field, not the entries; the values stay), so the next apply by one of them that changes it fails with a conflict with the others (\"Apply failed with 1 conflict: conflict with ...\"), and a forced one replaces it whole, dropping the others' entries", strings.Join(holders, ", "))
 	case c.Old.Type == "map" && c.New.Type == "map" && len(holders) > 0:
 		add(Warning, at.path, "managedFields name its entries by the keys [%s]; with the keys [%s] those entries are other fields: %s lose ownership of the entries they applied", strings.Join(c.Old.Keys, ","), strings.Join(c.New.Keys, ","), strings.Join(holders, ", "))
 	}
@@ -166,14 +170,7 @@ func pronoun(holders []string) string {
 func ownersOf(owners ownershipcore.ManagedFields, fp fieldpath.Path) []string {
 	var out []string
 	for _, e := range owners {
-		held := e.Fields.Has(fp)
-		if !held {
-			e.Fields.Iterate(func(p fieldpath.Path) {
-				if len(p) > len(fp) && p[:len(fp)].Equals(fp) {
-					held = true
-				}
-			})
-		}
+		held := e.Fields.Has(fp) || hasUnder(e.Fields, fp)
 		if name := fmt.Sprintf("%q (%s)", e.Manager, e.Operation); held && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
@@ -184,11 +181,13 @@ func ownersOf(owners ownershipcore.ManagedFields, fp fieldpath.Path) []string {
 // checkMapList applies structured-merge-diff's rules for the elements of
 // an associative list with keys (typed/helpers.go,
 // keyedAssociativeListItemToPathElement) and its duplicate check
-// (typed/validate.go), which the apiserver relaxes for stored objects.
-func checkMapList(c Change, path string, list []interface{}, add func(Severity, string, string, ...interface{})) {
-	seen := map[string]int{}
+// (typed/validate.go), which the apiserver relaxes for stored objects but
+// not for an applied configuration.
+func checkMapList(c Change, at instance, list []interface{}, owners ownershipcore.ManagedFields, add func(Severity, string, string, ...interface{})) {
+	seen := map[string][]int{}
+	var order []string
 	for i, e := range list {
-		at := path + "[" + strconv.Itoa(i) + "]"
+		at := at.path + "[" + strconv.Itoa(i) + "]"
 		if e == nil {
 			add(Break, at, "associative list with keys may not have a null element")
 			continue
@@ -212,40 +211,131 @@ func checkMapList(c Change, path string, list []interface{}, add func(Severity, 
 			continue
 		}
 		if len(missing) > 0 {
-			add(Warning, at, "the element omits the key fields %q: it is named by [%s] alone, and an apply that names all the keys is another entry", missing, strings.Join(key, ","))
-		}
-		k := "[" + strings.Join(key, ",") + "]"
-		if j, ok := seen[k]; ok {
-			add(Warning, at, "duplicate entries for key %s (element %d too): the apiserver keeps them in a stored object but owns them as one atomic entry, and no apply may name that key until one is removed", k, j)
+			// The apiserver accepts a list-map key only if it is required
+			// or defaulted; one without a default is required.
+			add(Break, at, "the element omits the key fields %q, which the new schema requires (a list-map key must be required or defaulted): every write of the object, apply, update or patch, fails validation (%s.%s: Required value)", missing, strings.TrimPrefix(at, "."), missing[0])
 			continue
 		}
-		seen[k] = i
+		k := "[" + strings.Join(key, ",") + "]"
+		if _, ok := seen[k]; !ok {
+			order = append(order, k)
+		}
+		seen[k] = append(seen[k], i)
+	}
+	for _, k := range order {
+		if dup := seen[k]; len(dup) > 1 {
+			duplicates(c, at, list, dup, owners, add, fmt.Sprintf("duplicate entries for key %s", k))
+		}
 	}
 }
 
+// duplicates reports elements dup of a list whose new topology names them
+// alike. The apiserver keeps them in the stored object and lets updates
+// and patches through, but structured-merge-diff refuses them in an
+// applied configuration: a manager that applied all of them (it owns the
+// atomic list, or each of them) fails on its next apply of the same
+// configuration. Any other apply that names the key replaces them all
+// with its one entry.
+func duplicates(c Change, at instance, list []interface{}, dup []int, owners ownershipcore.ManagedFields, add func(Severity, string, string, ...interface{}), what string) {
+	path := at.path + "[" + strconv.Itoa(dup[len(dup)-1]) + "]"
+	idx := make([]string, len(dup))
+	for i, d := range dup {
+		idx[i] = strconv.Itoa(d)
+	}
+	var appliers []string
+	if at.fpValid {
+		for _, e := range owners {
+			if e.Operation != "Apply" {
+				continue
+			}
+			all := true
+			for _, d := range dup {
+				if !holds(e.Fields, at.fp, c.Old, list[d]) {
+					all = false
+					break
+				}
+			}
+			if name := fmt.Sprintf("%q (%s)", e.Manager, e.Operation); all && !slices.Contains(appliers, name) {
+				appliers = append(appliers, name)
+			}
+		}
+	}
+	if len(appliers) > 0 {
+		add(Break, path, "%s (elements %s): %s applied them all, so its next apply of the same configuration fails (\"%s: %s\"); updates and patches still succeed, and an apply naming the key once replaces them all with its entry", what, strings.Join(idx, ", "), strings.Join(appliers, ", "), strings.TrimPrefix(at.path, "."), what)
+		return
+	}
+	add(Warning, path, "%s (elements %s): the apiserver keeps them in the stored object and lets updates and patches through, but no apply may name them all, and an apply naming the key once replaces them all with its entry", what, strings.Join(idx, ", "))
+}
+
+// holds reports whether a field set holds element e of the list at fp,
+// named as the old topology names it: the list itself when it was
+// atomic, the entry's key or value when it was a map or set.
+func holds(set *fieldpath.Set, fp fieldpath.Path, old Topology, e interface{}) bool {
+	var pe fieldpath.PathElement
+	switch old.Type {
+	case "map":
+		m, ok := e.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		key := value.FieldList{}
+		for _, k := range old.Keys {
+			if v, ok := m[k]; ok {
+				key = append(key, value.Field{Name: k, Value: value.NewValueInterface(v)})
+			}
+		}
+		key.Sort()
+		pe.Key = &key
+	case "set":
+		v := value.NewValueInterface(e)
+		pe.Value = &v
+	default:
+		return set.Has(fp) || hasUnder(set, fp)
+	}
+	p := append(slices.Clip(fp), pe)
+	return set.Has(p) || hasUnder(set, p)
+}
+
+func hasUnder(set *fieldpath.Set, fp fieldpath.Path) bool {
+	under := false
+	set.Iterate(func(p fieldpath.Path) {
+		if len(p) > len(fp) && p[:len(fp)].Equals(fp) {
+			under = true
+		}
+	})
+	return under
+}
+
 // checkSet applies structured-merge-diff's rules for the elements of a
-// set (typed/helpers.go, setItemToPathElement).
-func checkSet(path string, list []interface{}, add func(Severity, string, string, ...interface{})) {
-	seen := map[string]int{}
+// set (typed/helpers.go, setItemToPathElement), which refuse map
+// elements even when the items are x-kubernetes-map-type: atomic.
+func checkSet(c Change, at instance, list []interface{}, owners ownershipcore.ManagedFields, add func(Severity, string, string, ...interface{})) {
+	const cleared = "; updates and patches still succeed, but clear the object's managedFields (the field manager cannot convert it, so every manager loses every field it owned)"
+	seen := map[string][]int{}
+	var order []string
 	for i, e := range list {
-		at := path + "[" + strconv.Itoa(i) + "]"
+		path := at.path + "[" + strconv.Itoa(i) + "]"
 		switch e.(type) {
 		case map[string]interface{}:
-			add(Break, at, "associative list without keys has an element that's a map type")
+			add(Break, path, "associative list without keys has an element that's a map type"+cleared)
 			continue
 		case []interface{}:
-			add(Break, at, "not supported: associative list with lists as elements")
+			add(Break, path, "not supported: associative list with lists as elements"+cleared)
 			continue
 		case nil:
-			add(Break, at, "associative list without keys has an element that's an explicit null")
+			add(Break, path, "associative list without keys has an element that's an explicit null"+cleared)
 			continue
 		}
 		b, _ := json.Marshal(e)
-		if j, ok := seen[string(b)]; ok {
-			add(Warning, at, "duplicate entries for value %s (element %d too): the apiserver keeps them in a stored object but owns them as one atomic entry", b, j)
-			continue
+		if _, ok := seen[string(b)]; !ok {
+			order = append(order, string(b))
 		}
-		seen[string(b)] = i
+		seen[string(b)] = append(seen[string(b)], i)
+	}
+	for _, v := range order {
+		if dup := seen[v]; len(dup) > 1 {
+			duplicates(c, at, list, dup, owners, add, "duplicate entries for key [="+v+"]")
+		}
 	}
 }
 

@@ -80,8 +80,8 @@ const (
 	scalars   = "type: array\nitems: {type: string}"
 	setOf     = "type: array\nx-kubernetes-list-type: set\nitems: {type: string}"
 	objects   = "type: array\nitems: {type: object, properties: {name: {type: string}, port: {type: integer}, protocol: {type: string}}}"
-	mapByName = "type: array\nx-kubernetes-list-type: map\nx-kubernetes-list-map-keys: [name]\nitems: {type: object, properties: {name: {type: string}, port: {type: integer}, protocol: {type: string}}}"
-	mapByBoth = "type: array\nx-kubernetes-list-type: map\nx-kubernetes-list-map-keys: [name, protocol]\nitems: {type: object, properties: {name: {type: string}, port: {type: integer}, protocol: {type: string}}}"
+	mapByName = "type: array\nx-kubernetes-list-type: map\nx-kubernetes-list-map-keys: [name]\nitems: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}, protocol: {type: string}}}"
+	mapByBoth = "type: array\nx-kubernetes-list-type: map\nx-kubernetes-list-map-keys: [name, protocol]\nitems: {type: object, required: [name, protocol], properties: {name: {type: string}, port: {type: integer}, protocol: {type: string}}}"
 	mapDefKey = "type: array\nx-kubernetes-list-type: map\nx-kubernetes-list-map-keys: [name]\nitems: {type: object, properties: {name: {type: string, default: main}, port: {type: integer}}}"
 	setOfMaps = "type: array\nx-kubernetes-list-type: set\nitems: {type: object, x-kubernetes-map-type: atomic, properties: {name: {type: string}, port: {type: integer}, protocol: {type: string}}}"
 	atomicMap = "type: object\nx-kubernetes-map-type: atomic\nadditionalProperties: {type: string}"
@@ -109,24 +109,32 @@ func TestCheck(t *testing.T) {
 		{"atomic to map: a key with a default may be omitted", objects, mapDefKey, `[{"port": 80}]`, []string{"helm", `{}`},
 			[]string{`Warning .spec.items: "helm" (Apply) owned it whole`}},
 		{"atomic to map: duplicates", objects, mapByName, `[{"name": "x", "port": 1}, {"name": "x", "port": 2}]`, []string{"helm", `{}`},
-			[]string{`Warning .spec.items: "helm" (Apply) owned it whole`, `Warning .spec.items[1]: duplicate entries for key [name="x"] (element 0 too)`}},
+			[]string{`Warning .spec.items: "helm" (Apply) owned it whole`, `Break .spec.items[1]: duplicate entries for key [name="x"] (elements 0, 1): "helm" (Apply) applied them all, so its next apply of the same configuration fails ("spec.items: duplicate entries for key [name="x"]")`}},
+		{"atomic to map: duplicates nobody applied", objects, mapByName, `[{"name": "x", "port": 1}, {"name": "x", "port": 2}]`, nil,
+			[]string{`Warning .spec.items: the object has no managedFields`, `Warning .spec.items[1]: duplicate entries for key [name="x"] (elements 0, 1): the apiserver keeps them`}},
 		{"new map key: an element lacks it", mapByName, mapByBoth, `[{"name": "x", "protocol": "TCP"}, {"name": "y"}]`, twoOwnersOfMap,
-			[]string{`Warning .spec.items: managedFields name its entries by the keys [name]; with the keys [name,protocol]`, `Warning .spec.items[1]: the element omits the key fields ["protocol"]`}},
+			[]string{`Warning .spec.items: managedFields name its entries by the keys [name]; with the keys [name,protocol]`, `Break .spec.items[1]: the element omits the key fields ["protocol"], which the new schema requires (a list-map key must be required or defaulted): every write of the object, apply, update or patch, fails validation (spec.items[1].protocol: Required value)`}},
 		{"fewer map keys: duplicates", mapByBoth, mapByName, `[{"name": "x", "protocol": "TCP"}, {"name": "x", "protocol": "UDP"}]`, nil,
-			[]string{`Warning .spec.items: the object has no managedFields: its first server-side apply makes "before-first-apply" (Update) own every field`, `Warning .spec.items[1]: duplicate entries for key [name="x"]`}},
+			[]string{`Warning .spec.items: the object has no managedFields: its first server-side apply makes "before-first-apply" (Update) own every field`, `Warning .spec.items[1]: duplicate entries for key [name="x"] (elements 0, 1): the apiserver keeps them`}},
+		{"fewer map keys: duplicates one manager applied", mapByBoth, mapByName, `[{"name": "x", "protocol": "TCP"}, {"name": "x", "protocol": "UDP"}]`,
+			[]string{"a", `{"k:{\"name\":\"x\",\"protocol\":\"TCP\"}": {".": {}, "f:name": {}}, "k:{\"name\":\"x\",\"protocol\":\"UDP\"}": {".": {}, "f:name": {}}}`},
+			[]string{`Warning .spec.items: managedFields name its entries by the keys [name,protocol]; with the keys [name]`, `Break .spec.items[1]: duplicate entries for key [name="x"] (elements 0, 1): "a" (Apply) applied them all`}},
+		{"fewer map keys: duplicates of two managers", mapByBoth, mapByName, `[{"name": "x", "protocol": "TCP"}, {"name": "x", "protocol": "UDP"}]`,
+			[]string{"a", `{"k:{\"name\":\"x\",\"protocol\":\"TCP\"}": {".": {}, "f:name": {}}}`, "b", `{"k:{\"name\":\"x\",\"protocol\":\"UDP\"}": {".": {}, "f:name": {}}}`},
+			[]string{`Warning .spec.items: managedFields name its entries by the keys [name,protocol]; with the keys [name]`, `Warning .spec.items[1]: duplicate entries for key [name="x"] (elements 0, 1): the apiserver keeps them`}},
 		{"map to set: map elements", mapByName, setOfMaps, `[{"name": "x"}]`, []string{"a", `{"k:{\"name\":\"x\"}": {".": {}, "f:name": {}}}`},
-			[]string{"Break .spec.items[0]: associative list without keys has an element that's a map type"}},
+			[]string{"Break .spec.items[0]: associative list without keys has an element that's a map type; updates and patches still succeed, but clear the object's managedFields"}},
 		{"map to atomic: entries of two managers", mapByName, objects, `[{"name": "x"}, {"name": "y"}]`, twoOwnersOfMap,
-			[]string{`Warning .spec.items: "a" (Apply), "b" (Apply) own entries of it; as atomic, the next manager to apply it replaces it whole`}},
+			[]string{`Break .spec.items: "a" (Apply), "b" (Apply) own entries of it; as atomic, the first write of the object after the change makes each of them own it whole`}},
 		{"map to atomic: one manager", mapByName, objects, `[{"name": "x"}]`, twoOwnersOfMap[:2], nil},
 		{"set to atomic: values of two managers", setOf, scalars, `["a", "b"]`, []string{"a", `{"v:\"a\"": {}}`, "b", `{"v:\"b\"": {}}`},
-			[]string{`Warning .spec.items: "a" (Apply), "b" (Apply) own entries of it; as atomic`}},
+			[]string{`Break .spec.items: "a" (Apply), "b" (Apply) own entries of it; as atomic`}},
 		{"atomic to set: duplicates", scalars, setOf, `["a", "a"]`, []string{"a", `{}`},
-			[]string{`Warning .spec.items: "a" (Apply) owned it whole (atomic)`, `Warning .spec.items[1]: duplicate entries for value "a" (element 0 too)`}},
+			[]string{`Warning .spec.items: "a" (Apply) owned it whole (atomic)`, `Break .spec.items[1]: duplicate entries for key [="a"] (elements 0, 1): "a" (Apply) applied them all`}},
 		{"atomic to set: map elements", objects, setOfMaps, `[{"name": "x"}]`, []string{"a", `{}`},
 			[]string{`Warning .spec.items: "a" (Apply) owned it whole`, "Break .spec.items[0]: associative list without keys has an element that's a map type"}},
 		{"granular to atomic map: keys of two managers", granular, atomicMap, `{"x": "1", "y": "2"}`, []string{"a", `{"f:x": {}}`, "b", `{"f:y": {}}`},
-			[]string{`Warning .spec.items: "a" (Apply), "b" (Apply) own entries of it; as atomic`}},
+			[]string{`Break .spec.items: "a" (Apply), "b" (Apply) own entries of it; as atomic`}},
 		{"atomic to granular map", atomicMap, granular, `{"x": "1"}`, []string{"a", `{}`},
 			[]string{`Warning .spec.items: "a" (Apply) owned it whole (atomic)`}},
 		{"no change", mapByName, mapByName, `[{"port": 1}]`, nil, nil},

@@ -19,7 +19,9 @@ func deps(t *testing.T, pkgs ...string) []string {
 }
 
 // Issue 14 part 3: the kubectl plugin links what a client needs (the
-// scheme, names, the ownership core), never the controllers or go-plugin;
+// scheme, names, the ownership core, and the plugin host that `plan
+// --plugin-config` runs a conflict plugin with, as the controller does),
+// never the controllers or controller-runtime's manager;
 // a fieldops plugin links the SDK and the plugin-facing leaf packages,
 // never the ownership core itself.
 func TestCommandsLinkOnlyWhatTheyNeed(t *testing.T) {
@@ -27,7 +29,7 @@ func TestCommandsLinkOnlyWhatTheyNeed(t *testing.T) {
 		pkg    string
 		banned []string
 	}{
-		{"./cmd/kubectl-fieldops", []string{"github.com/fieldops/fieldops/controllers", "github.com/hashicorp/go-plugin"}},
+		{"./cmd/kubectl-fieldops", []string{"github.com/fieldops/fieldops/controllers", "sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/builder"}},
 		{"./plugins/examples/...", []string{"github.com/fieldops/fieldops/controllers", "github.com/fieldops/fieldops/ownershipcore"}},
 	} {
 		for _, d := range deps(t, tc.pkg) {

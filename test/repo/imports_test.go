@@ -54,3 +54,21 @@ func TestOnlyTheCoreReadsManagedFields(t *testing.T) {
 		}
 	}
 }
+
+// The target rules plan and the FieldPatch controller share
+// (internal/patchtarget) link no controller: neither fieldops's
+// controllers nor controller-runtime's manager, controllers or builder.
+func TestSharedTargetRulesLinkNoController(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./internal/patchtarget")
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/fieldops/fieldops/controllers") || strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime/pkg/manager") ||
+			strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime/pkg/controller") || strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime/pkg/builder") {
+			t.Errorf("internal/patchtarget links %s", dep)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -58,33 +59,67 @@ func BuildPlugins() (string, error) {
 	return dir, nil
 }
 
-// ExamplePlugins builds the test plugins (BuildPlugins) and returns a Host
-// for the ones named (by binary name, with their kind:
-// "yield-to-autoscalers" is a ConflictStrategy, "ignore-policy-annotations"
-// IgnorablePaths, "misbehave" a ConflictStrategy), with their real
-// checksums, and a cleanup that closes it.
-func ExamplePlugins(names ...string) (*host.Host, func(), error) {
+// pluginConfig is the host config of the named test plugins (BuildPlugins),
+// with their real checksums and their kinds: "yield-to-autoscalers" is a
+// ConflictStrategy, "ignore-policy-annotations" IgnorablePaths,
+// "misbehave" a ConflictStrategy.
+func pluginConfig(names ...string) (*host.Config, error) {
 	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths", "misbehave": "ConflictStrategy"}
 	dir, err := BuildPlugins()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg := &host.Config{}
 	for _, name := range names {
 		if _, ok := pluginSources[name]; !ok {
-			return nil, nil, fmt.Errorf("no test plugin %q", name)
+			return nil, fmt.Errorf("no test plugin %q", name)
 		}
 		bin := filepath.Join(dir, name)
 		b, err := os.ReadFile(bin)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		sum := sha256.Sum256(b)
 		cfg.Plugins = append(cfg.Plugins, host.PluginConfig{Name: name, Path: bin, SHA256: hex.EncodeToString(sum[:]), Kind: kinds[name]})
+	}
+	return cfg, nil
+}
+
+// ExamplePlugins returns a Host for the named test plugins (pluginConfig)
+// and a cleanup that closes it.
+func ExamplePlugins(names ...string) (*host.Host, func(), error) {
+	cfg, err := pluginConfig(names...)
+	if err != nil {
+		return nil, nil, err
 	}
 	h, err := host.New(cfg, host.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
 	return h, h.Close, nil
+}
+
+// ExamplePluginConfig writes the --plugin-config file of the named test
+// plugins (pluginConfig) into a temporary directory; it returns its path
+// and a cleanup that removes it.
+func ExamplePluginConfig(names ...string) (string, func(), error) {
+	cfg, err := pluginConfig(names...)
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "fieldops-plugin-config-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	path := filepath.Join(dir, "plugins.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return path, cleanup, nil
 }

@@ -8,7 +8,6 @@ package tenant
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -133,24 +133,9 @@ func (p *Appliers) For(account Account) (*ownershipcore.Applier, error) {
 }
 
 // Protected reports whether an object is part of fieldops itself, which no
-// fieldops object may change (a FieldPatch that widened fieldops's own
-// CRD or RBAC would reach beyond every tenant): its CustomResourceDefinitions
-// (*.fieldops.dev), its ClusterRoles and ClusterRoleBindings (fieldops-*),
-// its namespace and everything in it. It returns why.
+// fieldops object may change: patchtarget.Protected, which plan shares.
 func Protected(group, kind, namespace, name, ownNamespace string) (string, bool) {
-	switch {
-	case group == "fieldops.dev":
-		return "a fieldops object", true
-	case group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition" && strings.HasSuffix(name, ".fieldops.dev"):
-		return "a CustomResourceDefinition of fieldops", true
-	case group == "rbac.authorization.k8s.io" && (kind == "ClusterRole" || kind == "ClusterRoleBinding") && strings.HasPrefix(name, "fieldops-"):
-		return "RBAC of fieldops", true
-	case ownNamespace != "" && namespace == ownNamespace:
-		return fmt.Sprintf("in fieldops's own namespace %q", ownNamespace), true
-	case ownNamespace != "" && group == "" && kind == "Namespace" && name == ownNamespace:
-		return "fieldops's own namespace", true
-	}
-	return "", false
+	return patchtarget.Protected(group, kind, namespace, name, ownNamespace)
 }
 
 // Explain says which account a Forbidden error was met as ("acting as
