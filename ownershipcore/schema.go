@@ -1,6 +1,7 @@
 package ownershipcore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/openapi3"
+	"k8s.io/client-go/openapi"
+	"k8s.io/kube-openapi/pkg/spec3"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
@@ -24,7 +26,7 @@ import (
 // (call it when a CRD changes), and a kind missing from a cached document,
 // or a field missing from one older than rereadAge, triggers one re-read. It is safe for concurrent use.
 type Schema struct {
-	root openapi3.Root
+	openapi openapi.Client
 
 	mu  sync.Mutex
 	tcs map[schema.GroupVersion]managedfields.TypeConverter
@@ -42,10 +44,10 @@ const rereadAge = 2 * time.Second
 // NewSchema reads OpenAPI v3 through d.
 func NewSchema(d discovery.DiscoveryInterface) *Schema {
 	return &Schema{
-		root: openapi3.NewRoot(d.OpenAPIV3()),
-		tcs:  map[schema.GroupVersion]managedfields.TypeConverter{},
-		fms:  map[schema.GroupVersionKind]*managedfields.FieldManager{},
-		read: map[schema.GroupVersion]time.Time{},
+		openapi: d.OpenAPIV3(),
+		tcs:     map[schema.GroupVersion]managedfields.TypeConverter{},
+		fms:     map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		read:    map[schema.GroupVersion]time.Time{},
 	}
 }
 
@@ -70,7 +72,7 @@ func NewStaticSchema(converters map[schema.GroupVersion]managedfields.TypeConver
 }
 
 // static reports whether s was made by NewStaticSchema.
-func (s *Schema) static() bool { return s.root == nil }
+func (s *Schema) static() bool { return s.openapi == nil }
 
 // ErrUnknownKind is returned (wrapped) when the apiserver publishes no
 // schema for a kind.
@@ -126,25 +128,87 @@ func (s *Schema) TypeConverter(gv schema.GroupVersion) (managedfields.TypeConver
 	if s.static() {
 		return nil, fmt.Errorf("%s: %w", gv, ErrUnknownKind)
 	}
-	doc, err := s.root.GVSpec(gv)
+	tc, err := readConverter(s.openapi, gv)
 	if err != nil {
-		var nf *openapi3.GroupVersionNotFoundError
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("%s: %w", gv, ErrUnknownKind)
-		}
-		return nil, fmt.Errorf("read OpenAPI v3 of %s: %w", gv, err)
-	}
-	if doc.Components == nil {
-		return nil, fmt.Errorf("OpenAPI v3 of %s has no components: %w", gv, ErrUnknownKind)
-	}
-	tc, err = managedfields.NewTypeConverter(doc.Components.Schemas, false)
-	if err != nil {
-		return nil, fmt.Errorf("build type converter for %s: %w", gv, err)
+		return nil, err
 	}
 	s.mu.Lock()
 	s.tcs[gv] = tc
 	s.read[gv] = time.Now()
 	s.mu.Unlock()
+	return tc, nil
+}
+
+// converters are the type converters built in this process, by the
+// server-relative URL of their OpenAPI v3 document (GET /openapi/v3 lists
+// them). The apiserver puts the document's content hash in that URL
+// (?hash=…), so a Schema that finds a URL it has seen (another manager of
+// the process, a re-read after a CRD change elsewhere in the group)
+// reuses the converter instead of downloading and parsing the document
+// again: parsing is most of a cold reconcile's CPU. At most
+// maxConverters are kept, the oldest dropped first; a URL without a hash
+// is never shared.
+var converters = struct {
+	sync.Mutex
+	m     map[string]managedfields.TypeConverter
+	order []string
+}{m: map[string]managedfields.TypeConverter{}}
+
+const maxConverters = 64
+
+// readConverter returns the type converter of gv's OpenAPI v3 document,
+// as listed by c now: from converters when its URL (and so its content)
+// is known, else downloaded, parsed and remembered.
+func readConverter(c openapi.Client, gv schema.GroupVersion) (managedfields.TypeConverter, error) {
+	paths, err := c.Paths()
+	if err != nil {
+		return nil, fmt.Errorf("read OpenAPI v3 of %s: %w", gv, err)
+	}
+	path := "apis/" + gv.Group + "/" + gv.Version
+	if gv.Group == "" {
+		path = "api/" + gv.Version
+	}
+	doc, ok := paths[path]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", gv, ErrUnknownKind)
+	}
+	url := doc.ServerRelativeURL()
+	shared := strings.Contains(url, "hash=")
+	if shared {
+		converters.Lock()
+		tc, ok := converters.m[url]
+		converters.Unlock()
+		if ok {
+			return tc, nil
+		}
+	}
+	b, err := doc.Schema(runtime.ContentTypeJSON)
+	if err != nil {
+		return nil, fmt.Errorf("read OpenAPI v3 of %s: %w", gv, err)
+	}
+	var spec spec3.OpenAPI
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("read OpenAPI v3 of %s: %w", gv, err)
+	}
+	if spec.Components == nil {
+		return nil, fmt.Errorf("OpenAPI v3 of %s has no components: %w", gv, ErrUnknownKind)
+	}
+	tc, err := managedfields.NewTypeConverter(spec.Components.Schemas, false)
+	if err != nil {
+		return nil, fmt.Errorf("build type converter for %s: %w", gv, err)
+	}
+	if shared {
+		converters.Lock()
+		if _, ok := converters.m[url]; !ok {
+			converters.m[url] = tc
+			converters.order = append(converters.order, url)
+			if len(converters.order) > maxConverters {
+				delete(converters.m, converters.order[0])
+				converters.order = converters.order[1:]
+			}
+		}
+		converters.Unlock()
+	}
 	return tc, nil
 }
 
