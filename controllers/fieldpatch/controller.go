@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -142,6 +143,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			New:                r.newObject,
 			Finalizer:          Finalizer,
 			Status:             func(obj v1alpha1.Patcher) any { return obj.PatchStatus() },
+			Conditions:         func(obj v1alpha1.Patcher) *[]metav1.Condition { return &obj.PatchStatus().Conditions },
 			ObservedGeneration: func(obj v1alpha1.Patcher) *int64 { return &obj.PatchStatus().ObservedGeneration },
 			Scope:              func(obj v1alpha1.Patcher) *pass { return &pass{obj: obj} },
 			Phases: []skeleton.Phase[*pass]{

@@ -203,12 +203,17 @@ func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	if err != nil {
 		return nil, nil, skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
 	}
-	pluginFailure := ""
-	for _, f := range failed {
-		pluginFailure = fmt.Sprintf("%v; no extra paths ignored", f)
-		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", pluginFailure)
+	if len(spec.IgnorePlugins) > 0 {
+		// The ignorable-paths plugins answered (or failed) just now: the
+		// condition says so. Without them it is the conflict plugin's
+		// (strategy), untouched here.
+		pluginFailure := ""
+		for _, f := range failed {
+			pluginFailure = fmt.Sprintf("%v; no extra paths ignored", f)
+			r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", pluginFailure)
+		}
+		conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), pluginFailure)
 	}
-	conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), pluginFailure)
 	ignore = ignore.Union(extra)
 	intent, set, err := patchintent.Intent(r.Applier, spec, obj.PatchStatus(), live, manager, ignore)
 	var invalid *patchintent.InvalidError
@@ -283,7 +288,9 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 	if err != nil {
 		return nil, err
 	}
+	failed := false
 	s, err := r.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
+		failed = true
 		msg := fmt.Sprintf("%v; conflicts decided by conflictPluginFallback", err)
 		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", msg)
 		conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), msg)
@@ -291,7 +298,26 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 	if err != nil {
 		return nil, skeleton.Terminal(ReasonPluginUnavailable, "conflictPlugin: %v", err)
 	}
-	return conflicts.Rules(spec.ConflictRules, s), nil
+	// The condition changes only when the plugin is asked: it stays True
+	// through reconciles with no conflict, and goes once it answers.
+	answered := func() {
+		if !failed {
+			conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), "")
+		}
+	}
+	return conflicts.Rules(spec.ConflictRules, askedStrategy{s, answered}), nil
+}
+
+// askedStrategy calls asked after each Resolve of its ConflictStrategy.
+type askedStrategy struct {
+	ownershipcore.ConflictStrategy
+	asked func()
+}
+
+// Resolve implements ownershipcore.ConflictStrategy.
+func (s askedStrategy) Resolve(ctx context.Context, obj *unstructured.Unstructured, manager string, cs []ownershipcore.Conflict) ([]ownershipcore.Resolution, error) {
+	defer s.asked()
+	return s.ConflictStrategy.Resolve(ctx, obj, manager, cs)
 }
 
 // observe records an apply in the fieldops_ metrics.

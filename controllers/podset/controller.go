@@ -79,6 +79,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.PodSet, *pass] {
 			Client:             r.Client,
 			New:                func() *v1alpha1.PodSet { return &v1alpha1.PodSet{} },
 			Status:             func(ps *v1alpha1.PodSet) any { return ps.Status },
+			Conditions:         func(ps *v1alpha1.PodSet) *[]metav1.Condition { return &ps.Status.Conditions },
 			ObservedGeneration: func(ps *v1alpha1.PodSet) *int64 { return &ps.Status.ObservedGeneration },
 			Scope:              func(ps *v1alpha1.PodSet) *pass { return &pass{ps: ps} },
 			Phases: []skeleton.Phase[*pass]{

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -115,6 +116,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.ManagedWorkload, 
 			New:                func() *v1alpha1.ManagedWorkload { return &v1alpha1.ManagedWorkload{} },
 			Finalizer:          Finalizer,
 			Status:             func(mw *v1alpha1.ManagedWorkload) any { return mw.Status },
+			Conditions:         func(mw *v1alpha1.ManagedWorkload) *[]metav1.Condition { return &mw.Status.Conditions },
 			ObservedGeneration: func(mw *v1alpha1.ManagedWorkload) *int64 { return &mw.Status.ObservedGeneration },
 			Scope:              newPass,
 			Phases: []skeleton.Phase[*pass]{

@@ -60,3 +60,17 @@ func Set(conds *[]metav1.Condition, gen int64, typ string, status metav1.Conditi
 		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen,
 	})
 }
+
+// KeepTransitions gives every condition of after whose status is the one
+// it had in before the LastTransitionTime it had there, so a condition a
+// reconcile removed and set again (or set twice) keeps the time of its
+// last real transition, and a status that did not change is not written
+// again: lastTransitionTime is "the last time the condition transitioned
+// from one status to another" (metav1.Condition).
+func KeepTransitions(before []metav1.Condition, after []metav1.Condition) {
+	for i := range after {
+		if b := meta.FindStatusCondition(before, after[i].Type); b != nil && b.Status == after[i].Status {
+			after[i].LastTransitionTime = b.LastTransitionTime
+		}
+	}
+}

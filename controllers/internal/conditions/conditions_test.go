@@ -110,3 +110,34 @@ func TestTransitionTimeKeptOnSameStatus(t *testing.T) {
 		}
 	}
 }
+
+// A condition removed and set again within one reconcile, or set to the
+// same status with another reason, keeps the time of its last transition;
+// one whose status changed, or that is new, keeps its new time.
+func TestKeepTransitions(t *testing.T) {
+	old, now := metav1.Unix(1000, 0), metav1.Unix(2000, 0)
+	cond := func(typ string, status metav1.ConditionStatus, reason string, at metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: at}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after []metav1.Condition
+		want          []metav1.Time
+	}{
+		{"removed and set again", []metav1.Condition{cond("PluginFailure", "True", "PluginFailed", old)}, []metav1.Condition{cond("PluginFailure", "True", "PluginFailed", now)}, []metav1.Time{old}},
+		{"same status, new reason", []metav1.Condition{cond("Ready", "False", "Progressing", old)}, []metav1.Condition{cond("Ready", "False", "Contested", now)}, []metav1.Time{old}},
+		{"status changed", []metav1.Condition{cond("Ready", "False", "Progressing", old)}, []metav1.Condition{cond("Ready", "True", "Applied", now)}, []metav1.Time{now}},
+		{"new", nil, []metav1.Condition{cond("Stalled", "True", "InvalidPatch", now)}, []metav1.Time{now}},
+		{"several", []metav1.Condition{cond("Ready", "True", "Applied", old), cond("PluginFailure", "True", "PluginFailed", old)},
+			[]metav1.Condition{cond("PluginFailure", "True", "PluginFailed", now), cond("Ready", "False", "Conflict", now)}, []metav1.Time{old, now}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conditions.KeepTransitions(tc.before, tc.after)
+			for i, c := range tc.after {
+				if !c.LastTransitionTime.Equal(&tc.want[i]) {
+					t.Errorf("%s: lastTransitionTime %v, want %v", c.Type, c.LastTransitionTime, tc.want[i])
+				}
+			}
+		})
+	}
+}

@@ -8,11 +8,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
 )
 
 // Reconciler runs one reconcile of a kind T whose phases share a scope S
@@ -36,6 +39,11 @@ type Reconciler[T client.Object, S any] struct {
 	Finalizer string
 	// Status returns obj's status, compared before and after.
 	Status func(obj T) any
+	// Conditions, when not nil, returns obj's status conditions: a
+	// condition whose status did not change across the reconcile keeps
+	// its LastTransitionTime (conditions.KeepTransitions), however the
+	// phases set it.
+	Conditions func(obj T) *[]metav1.Condition
 	// ObservedGeneration returns where obj's status.observedGeneration
 	// lives; it is set to obj's generation only when the generation is
 	// judged: every phase ran without error, one ended the reconcile with
@@ -154,6 +162,9 @@ func (r *Reconciler[T, S]) letGo(obj T) bool {
 // obj is deleted and let go; an object already gone is no error.
 func (r *Reconciler[T, S]) patchStatus(ctx context.Context, before, obj T) error {
 	gone := r.letGo(obj)
+	if r.Conditions != nil {
+		conditions.KeepTransitions(*r.Conditions(before), *r.Conditions(obj))
+	}
 	if r.Written != nil {
 		r.Written(obj, gone)
 	}
