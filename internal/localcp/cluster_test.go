@@ -38,6 +38,7 @@ func TestCluster(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	t.Run("the apiserver reports the pinned version", func(t *testing.T) { checkServerVersion(t, cp.Config) })
 	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster-test"}}

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 )
 
 // The apiserver reports the pinned Kubernetes version (stamped with
 // ldflags by `make control-plane`), as `kubectl version`, Helm and OLM's
-// minKubeVersion read it from /version.
-func TestServerVersion(t *testing.T) {
+// minKubeVersion read it from /version. (A subtest of TestCluster, on
+// its control plane: one start fewer.)
+func checkServerVersion(t *testing.T, cfg *rest.Config) {
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -21,16 +23,7 @@ func TestServerVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := versions[kubernetesModule]
-	cp, err := Start(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
