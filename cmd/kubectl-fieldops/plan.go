@@ -398,7 +398,9 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	if exists {
 		st = existing.PatchStatus()
 	}
-	strategy, policy, notes, err := p.patchStrategy(spec)
+	strategy, policy, notes, err := p.patchStrategy(spec, func(err error) {
+		pp.Notes = append(pp.Notes, fmt.Sprintf("the plugin %q failed (%v): its fallback decided the conflicts, as in the controller, which reports it with the PluginFailure condition and a PluginFailed event", spec.ConflictPlugin, err))
+	})
 	if err != nil {
 		return invalid(err)
 	}
@@ -494,9 +496,9 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 // patchStrategy is the conflict strategy of spec as the controller builds
 // it (conflicts.Policy under the yieldTo and forceOver rules). A plugin is
 // asked when --plugin-config names it (host.Strategy, with its fallback,
-// as the controller asks it); otherwise its fallback stands in, and a
-// note says so.
-func (p *planner) patchStrategy(spec *v1alpha1.FieldPatchSpec) (ownershipcore.ConflictStrategy, string, []string, error) {
+// as the controller asks it, failed told of each failure); otherwise its
+// fallback stands in, and a note says so.
+func (p *planner) patchStrategy(spec *v1alpha1.FieldPatchSpec, failed func(error)) (ownershipcore.ConflictStrategy, string, []string, error) {
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
 		s, ok := conflicts.Policy(spec.ConflictPolicy)
 		if !ok {
@@ -520,7 +522,7 @@ func (p *planner) patchStrategy(spec *v1alpha1.FieldPatchSpec) (ownershipcore.Co
 	if p.plugins != nil {
 		// A plugin that fails leaves its conflicts to the fallback, as in
 		// the controller (which also reports it as PluginFailed).
-		plugin, err := p.plugins.Strategy(spec.ConflictPlugin, s, func(error) {})
+		plugin, err := p.plugins.Strategy(spec.ConflictPlugin, s, failed)
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("conflictPlugin: %w", err)
 		}

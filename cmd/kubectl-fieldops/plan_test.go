@@ -29,7 +29,7 @@ import (
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-refused"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused"}
 
 // planPluginConfig is the --plugin-config of TestPlan's manager, which
 // plan is given too.
@@ -49,7 +49,7 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath, cleanup, err := testkit.ExamplePluginConfig("yield-to-autoscalers")
+	cfgPath, cleanup, err := testkit.ExamplePluginConfig("yield-to-autoscalers", "misbehave")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +74,7 @@ func TestPlan(t *testing.T) {
 	t.Run("Workload", testPlanWorkload)
 	t.Run("ClusterFieldPatch", testPlanClusterFieldPatch)
 	t.Run("Plugin", testPlanPlugin)
+	t.Run("PluginFailure", testPlanPluginFailure)
 	t.Run("RefusedTargets", testPlanRefusesWhatTheControllerRefuses)
 }
 
@@ -471,6 +472,45 @@ spec:
 	comparePlan(t, plans[0], fp, d)
 	if r, _, _ := unstructured.NestedInt64((testkit.Kit{Client: k8s}).Live(t, d).Object, "spec", "replicas"); r != 7 {
 		t.Errorf("replicas %d: the controller did not yield them as planned", r)
+	}
+}
+
+// A plugin that fails (misbehave answers an unknown decision about a field
+// of "bad-decision") leaves the conflict to its fallback, Yield, in the
+// plan as in the controller, and the plan says the plugin failed.
+func testPlanPluginFailure(t *testing.T) {
+	d := deploymentAs(t, "plan-plugin-failure")
+	mergeAs(t, "bad-decision", d, `{"spec":{"replicas":5}}`)
+	y := `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: pin, namespace: plan-plugin-failure}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  conflictPolicy: Plugin
+  conflictPlugin: misbehave
+  conflictPluginFallback: Yield
+  patch: {metadata: {labels: {tier: web}}, spec: {replicas: 1}}
+`
+	out, errOut, err := plugin(t, "plan", "-f", planFile(t, y), "-o", "json", "--plugin-config", planPluginConfig)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, errOut)
+	}
+	var plans []Plan
+	if err := json.Unmarshal([]byte(out), &plans); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, f := range plans[0].Patch.Fields {
+		rows[f.Path] = f.Plan
+	}
+	notes := strings.Join(plans[0].Patch.Notes, " ")
+	if rows[".spec.replicas"] != "yield" || rows[".metadata.labels.tier"] != "add" || !strings.Contains(notes, `the plugin "misbehave" failed`) || !strings.Contains(notes, "unknown decision 42") {
+		t.Fatalf("plan with a failing plugin: %s", mustJSON(t, plans[0]))
+	}
+	fp := createAndWaitReady(t, y)
+	comparePlan(t, plans[0], fp, d)
+	if c := meta.FindStatusCondition(fp.Status.Conditions, "PluginFailure"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("the controller did not report the plugin's failure: %+v", fp.Status.Conditions)
 	}
 }
 
