@@ -54,7 +54,20 @@ func TestCluster(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}},
+					// The namespace controller (5 s after the deletion)
+					// deletes the pods and lists them again at once; kwok
+					// deletes them a few ms later, so one is usually still
+					// there. Within the pods' grace period that makes it
+					// requeue the namespace by its graceful-termination
+					// estimate, estimate/2+1 s (16 s for the default 30 s,
+					// 5 s when its own status update requeues it first).
+					// A grace period of 1 s has passed by then: the
+					// estimate is 0 and it retries within milliseconds.
+					// The pods still terminate gracefully, by kwok.
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+				},
 			},
 		},
 	}
