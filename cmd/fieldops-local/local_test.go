@@ -40,9 +40,12 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error
 func TestLocalMode(t *testing.T) {
 	t.Parallel() // with TestNoOrphans' cases: each runs its own fieldops-local
 	l := startLocal(t)
+	stopped := false
 	defer func() {
-		_ = l.cmd.Process.Signal(syscall.SIGTERM)
-		_ = l.cmd.Wait()
+		if !stopped {
+			_ = l.cmd.Process.Signal(syscall.SIGTERM)
+			_ = l.cmd.Wait()
+		}
 	}()
 	out := strings.Join(l.out, "\n")
 	for _, want := range []string{"DaemonSet kube-system/aws-node (field manager eks", "Deployment kube-system/coredns (field manager kube-addon-manager", "StorageClass gp2 (field manager eks"} {
@@ -134,4 +137,16 @@ func TestLocalMode(t *testing.T) {
 	if err != nil || code != http.StatusOK || !strings.Contains(body, "\nfieldops_") {
 		t.Errorf("GET %s: %d %v; fieldops_ series: %v", metrics, code, err, strings.Contains(body, "\nfieldops_"))
 	}
+
+	// Stopped with Ctrl-C (SIGINT), as a user stops it: it exits cleanly
+	// and leaves no process and no temporary file behind (TestNoOrphans
+	// stops it with SIGTERM and kills it).
+	stopped = true
+	if err := l.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Wait(); err != nil {
+		t.Errorf("fieldops-local after SIGINT: %v", err)
+	}
+	l.checkClean(t, 0)
 }
