@@ -47,12 +47,15 @@ func BuildPlugins() (string, error) {
 		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
 	defer func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) }()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	// -trimpath and CGO_ENABLED=0 as `make test` builds: the plugins
+	// share its build cache, whichever clone it runs in.
+	args := []string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}
 	for _, src := range pluginSources {
 		args = append(args, src)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the test plugins: %v\n%s", err, out)
 	}
