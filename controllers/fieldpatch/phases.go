@@ -7,12 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
@@ -34,6 +36,9 @@ type pass struct {
 	// intent: what the patch applies, and its field set.
 	intent    *unstructured.Unstructured
 	intentSet *fieldset.Set
+	// ignoreFailure is this reconcile's failure of an ignorable-paths
+	// plugin (PluginFailure: pluginCondition, strategy).
+	ignoreFailure string
 	// record: the ledger of previous owners, the fields it recorded
 	// before this reconcile, and what the apply starts from.
 	ledger         *ownershipcore.Ledger
@@ -94,13 +99,14 @@ func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, e
 // phaseIntent builds the apply intent and its field set.
 func (r *Reconciler) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error) {
 	var err error
-	p.intent, p.intentSet, err = r.intent(ctx, p.obj, p.live, p.manager)
+	p.intent, p.intentSet, p.ignoreFailure, err = r.intent(ctx, p.obj, p.live, p.manager)
 	if err != nil && p.obj.PatchSpec().Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, p.obj) {
 		// A JSON patch's test ops are judged with the record of the fields
 		// the patch took; a cached FieldPatch may lag behind our own last
 		// status write, so judge again with the apiserver's.
-		p.intent, p.intentSet, err = r.intent(ctx, p.obj, p.live, p.manager)
+		p.intent, p.intentSet, p.ignoreFailure, err = r.intent(ctx, p.obj, p.live, p.manager)
 	}
+	pluginCondition(p.obj, p.ignoreFailure)
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
@@ -143,7 +149,7 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 	if old := st.TargetUID; old != "" && old != p.uid() {
 		r.contests.Forget(contestKey(p.obj, old)) // the contest was over an object that is gone
 	}
-	if st.LastAppliedTime == nil || st.ObservedGeneration != gen {
+	if st.LastAppliedTime == nil || st.ObservedGeneration != gen || specStalled(st) {
 		return skeleton.Next(), nil
 	}
 	var err error
@@ -165,10 +171,18 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 	return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), patchintent.WriteLedger(st, p.ledger, p.uid())
 }
 
+// specStalled reports a generation judged by a spec error (Stalled, but
+// not by a contest that timed out, whose repairs go on): none of it was
+// applied yet, so what differs from it is no drift.
+func specStalled(st *v1alpha1.FieldPatchStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, conditions.Stalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason != ReasonContestTimeout
+}
+
 // phaseApply applies the intent with the patch's conflict strategy.
 func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, error) {
 	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
-	strategy, err := r.strategy(p.obj)
+	strategy, err := r.strategy(p.obj, p.ignoreFailure)
 	if err != nil {
 		return r.fail(p.obj, err)
 	}

@@ -191,41 +191,52 @@ func firstN(items []string, n int) []string {
 	return append(append([]string{}, items[:n]...), fmt.Sprintf("and %d more", len(items)-n))
 }
 
-// intent builds the apply intent for the patch type, without ignorePaths,
-// and its field set.
-func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *fieldset.Set, error) {
+// intent builds the apply intent for the patch type, without ignorePaths
+// and the paths the ignorable-paths plugins name, and its field set.
+// ignoreFailure is the failure of such a plugin, if one failed (its event
+// is recorded here; pluginCondition reports it).
+func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (_ *unstructured.Unstructured, _ *fieldset.Set, ignoreFailure string, _ error) {
 	spec := obj.PatchSpec()
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
-		return nil, nil, skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
+		return nil, nil, "", skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
 	}
 	extra, failed, err := r.Plugins.IgnoredPaths(ctx, spec.IgnorePlugins, live)
 	if err != nil {
-		return nil, nil, skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
+		return nil, nil, "", skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
 	}
-	if len(spec.IgnorePlugins) > 0 {
-		// The ignorable-paths plugins answered (or failed) just now: the
-		// condition says so. Without them it is the conflict plugin's
-		// (strategy), untouched here.
-		pluginFailure := ""
-		for _, f := range failed {
-			pluginFailure = fmt.Sprintf("%v; no extra paths ignored", f)
-			r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", pluginFailure)
-		}
-		conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), pluginFailure)
+	for _, f := range failed {
+		ignoreFailure = fmt.Sprintf("%v; no extra paths ignored", f)
+		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", ignoreFailure)
 	}
 	ignore = ignore.Union(extra)
 	intent, set, err := patchintent.Intent(r.Applier, spec, obj.PatchStatus(), live, manager, ignore)
 	var invalid *patchintent.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, nil, skeleton.Terminal(ReasonInvalidPatch, "%v", invalid.Err)
+		return nil, nil, ignoreFailure, skeleton.Terminal(ReasonInvalidPatch, "%v", invalid.Err)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return nil, nil, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
+		return nil, nil, ignoreFailure, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, ignoreFailure, err
 	}
-	return intent, set, nil
+	return intent, set, ignoreFailure, nil
+}
+
+// pluginCondition sets PluginFailure after the ignorable-paths plugins
+// answered: True with their failure; gone when they answered and no
+// conflict plugin is configured, or when the patch names no plugin at all.
+// With a conflict plugin whose last answer is not known yet, it is left
+// to strategy, which sets it when that plugin is asked.
+func pluginCondition(obj v1alpha1.Patcher, ignoreFailure string) {
+	spec, conds, gen := obj.PatchSpec(), &obj.PatchStatus().Conditions, obj.GetGeneration()
+	conflictPlugin := spec.ConflictPolicy == v1alpha1.ConflictPolicyPlugin
+	switch {
+	case ignoreFailure != "":
+		conditions.SetPluginFailure(conds, gen, ignoreFailure)
+	case !conflictPlugin:
+		conditions.SetPluginFailure(conds, gen, "")
+	}
 }
 
 // yieldsTo says which managers' fields the patch leaves to them once they
@@ -275,7 +286,11 @@ func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructur
 // when it fails, the failure reported as a PluginFailed event. A policy or
 // fallback it does not know (which admission refuses) is an InvalidPatch
 // error, never a nil strategy.
-func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrategy, error) {
+//
+// When the plugin is asked, PluginFailure says how it answered: True with
+// its failure, or (it answered) ignoreFailure, this reconcile's failure of
+// an ignorable-paths plugin, if any.
+func (r *Reconciler) strategy(obj v1alpha1.Patcher, ignoreFailure string) (ownershipcore.ConflictStrategy, error) {
 	spec := obj.PatchSpec()
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
 		s, err := builtinStrategy(spec.ConflictPolicy)
@@ -302,7 +317,7 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher) (ownershipcore.ConflictStrat
 	// through reconciles with no conflict, and goes once it answers.
 	answered := func() {
 		if !failed {
-			conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), "")
+			conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), ignoreFailure)
 		}
 	}
 	return conflicts.Rules(spec.ConflictRules, askedStrategy{s, answered}), nil

@@ -166,8 +166,13 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 		touched(st, time.Now())
 	}
 	r.report(p)
-	if st.Failed > 0 {
+	if st.Failed > 0 && !meta.IsStatusConditionTrue(st.Conditions, conditions.Stalled) {
 		return skeleton.Stop(ctrl.Result{RequeueAfter: p.requeue}), nil
+	}
+	if st.Failed > 0 {
+		// Stalled (no failure a retry fixes): the generation is judged,
+		// so kstatus reads Failed rather than InProgress.
+		return skeleton.Finish(ctrl.Result{RequeueAfter: p.requeue}), nil
 	}
 	return skeleton.NextAfter(p.requeue), nil
 }

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	built, err := testkit.BuildPlugins()
+	built, _, err := testkit.BuildPlugins()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

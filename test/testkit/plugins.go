@@ -29,22 +29,24 @@ var pluginSources = map[string]string{
 // every test package: `go build` relinks only what changed (a binary whose
 // build ID matches its inputs is left alone, in well under a second), and a
 // file lock keeps one package from reading a binary another is writing.
-func BuildPlugins() (string, error) {
+// It returns the binaries' SHA-256 checksums (hex) by name, read under
+// that lock.
+func BuildPlugins() (string, map[string]string, error) {
 	root, err := localcp.ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	dir := filepath.Join(root, "bin", "test-plugins")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer func() { _ = lock.Close() }()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+		return "", nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
 	defer func() { _ = unix.Flock(int(lock.Fd()), unix.LOCK_UN) }()
 	// -trimpath and CGO_ENABLED=0 as `make test` builds: the plugins
@@ -57,9 +59,18 @@ func BuildPlugins() (string, error) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the test plugins: %v\n%s", err, out)
+		return "", nil, fmt.Errorf("build the test plugins: %v\n%s", err, out)
 	}
-	return dir, nil
+	sums := map[string]string{}
+	for name := range pluginSources {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "", nil, err
+		}
+		sum := sha256.Sum256(b)
+		sums[name] = hex.EncodeToString(sum[:])
+	}
+	return dir, sums, nil
 }
 
 // pluginConfig is the host config of the named test plugins (BuildPlugins),
@@ -68,7 +79,7 @@ func BuildPlugins() (string, error) {
 // "misbehave" a ConflictStrategy.
 func pluginConfig(names ...string) (*host.Config, error) {
 	kinds := map[string]string{"yield-to-autoscalers": "ConflictStrategy", "ignore-policy-annotations": "IgnorablePaths", "misbehave": "ConflictStrategy"}
-	dir, err := BuildPlugins()
+	dir, sums, err := BuildPlugins()
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +88,7 @@ func pluginConfig(names ...string) (*host.Config, error) {
 		if _, ok := pluginSources[name]; !ok {
 			return nil, fmt.Errorf("no test plugin %q", name)
 		}
-		bin := filepath.Join(dir, name)
-		b, err := os.ReadFile(bin)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		cfg.Plugins = append(cfg.Plugins, host.PluginConfig{Name: name, Path: bin, SHA256: hex.EncodeToString(sum[:]), Kind: kinds[name]})
+		cfg.Plugins = append(cfg.Plugins, host.PluginConfig{Name: name, Path: filepath.Join(dir, name), SHA256: sums[name], Kind: kinds[name]})
 	}
 	return cfg, nil
 }

@@ -77,7 +77,7 @@ type Reconciler[T client.Object, S any] struct {
 // spares a reconcile that would do nothing.
 const (
 	StalePoll    = 10 * time.Millisecond
-	StaleWait    = time.Second
+	StaleWait    = 250 * time.Millisecond
 	StaleRecheck = 100 * time.Millisecond
 )
 
@@ -97,6 +97,12 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	before := obj.DeepCopyObject().(T)
 	defer func() {
 		if err := r.patchStatus(ctx, before, obj); err != nil {
+			// A status write that failed is retried with backoff, even
+			// after a terminal error: the Stalled condition must reach the
+			// apiserver.
+			if IsTerminal(retErr) {
+				retErr = errors.New(Message(retErr))
+			}
 			retErr = errors.Join(retErr, err)
 		}
 	}()
