@@ -117,9 +117,9 @@ func planFile(t *testing.T, y string) string {
 }
 
 // planJSON runs plan -o json on file and decodes it.
-func planJSON(t *testing.T, file string) []Plan {
+func planJSON(t *testing.T, file string, flags ...string) []Plan {
 	t.Helper()
-	out, errOut, err := plugin(t, "plan", "-f", file, "-o", "json")
+	out, errOut, err := plugin(t, append([]string{"plan", "-f", file, "-o", "json"}, flags...)...)
 	if err != nil && !strings.Contains(err.Error(), "would fail") {
 		t.Fatalf("plan: %v\n%s", err, errOut)
 	}
@@ -453,14 +453,7 @@ spec:
 	if fallback[0].Action != "Conflicted" || !strings.Contains(strings.Join(fallback[0].Patch.Notes, " "), "shown is its fallback, Fail") {
 		t.Errorf("plan without --plugin-config: %s %v", fallback[0].Action, fallback[0].Patch.Notes)
 	}
-	out, errOut, err := plugin(t, "plan", "-f", file, "-o", "json", "--plugin-config", planPluginConfig)
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, errOut)
-	}
-	var plans []Plan
-	if err := json.Unmarshal([]byte(out), &plans); err != nil {
-		t.Fatal(err)
-	}
+	plans := planJSON(t, file, "--plugin-config", planPluginConfig)
 	rows := map[string]string{}
 	for _, f := range plans[0].Patch.Fields {
 		rows[f.Path] = f.Plan
@@ -491,14 +484,7 @@ spec:
   conflictPluginFallback: Yield
   patch: {metadata: {labels: {tier: web}}, spec: {replicas: 1}}
 `
-	out, errOut, err := plugin(t, "plan", "-f", planFile(t, y), "-o", "json", "--plugin-config", planPluginConfig)
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, errOut)
-	}
-	var plans []Plan
-	if err := json.Unmarshal([]byte(out), &plans); err != nil {
-		t.Fatal(err)
-	}
+	plans := planJSON(t, planFile(t, y), "--plugin-config", planPluginConfig)
 	rows := map[string]string{}
 	for _, f := range plans[0].Patch.Fields {
 		rows[f.Path] = f.Plan
