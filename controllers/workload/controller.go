@@ -22,6 +22,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -166,7 +167,7 @@ func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
 		return nil
 	}
 	gvk := o.Intent.GroupVersionKind()
-	if why, ok := tenant.Protected(gvk.Group, gvk.Kind, o.Intent.GetNamespace(), o.Intent.GetName(), r.Tenancy.OwnNamespace); ok {
+	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, o.Intent.GetNamespace(), o.Intent.GetName(), r.Tenancy.OwnNamespace); ok {
 		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), why)
 	}
 	if r.Tenancy.NoCrossNamespaceRefs && o.Intent.GetNamespace() != p.mw.Namespace {

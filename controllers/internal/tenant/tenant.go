@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -130,12 +129,6 @@ func (p *Appliers) For(account Account) (*ownershipcore.Applier, error) {
 	}
 	p.m[account] = a
 	return a, nil
-}
-
-// Protected reports whether an object is part of fieldops itself, which no
-// fieldops object may change: patchtarget.Protected, which plan shares.
-func Protected(group, kind, namespace, name, ownNamespace string) (string, bool) {
-	return patchtarget.Protected(group, kind, namespace, name, ownNamespace)
 }
 
 // Explain says which account a Forbidden error was met as ("acting as
