@@ -39,13 +39,20 @@ const (
 // the given schema.
 func breakCRD(t *testing.T, plural, ports string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
+	return portsCRD(t, "breaks.example.com", plural, ports)
+}
+
+// portsCRD is a CRD of <plural>.<group> (its kind: plural without its
+// last letter, capitalized) whose spec.ports has the given schema.
+func portsCRD(t *testing.T, group, plural, ports string) *apiextv1.CustomResourceDefinition {
+	t.Helper()
 	kind := strings.ToUpper(plural[:1]) + plural[1:len(plural)-1]
 	y := `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: ` + plural + `.breaks.example.com}
+metadata: {name: ` + plural + `.` + group + `}
 spec:
-  group: breaks.example.com
+  group: ` + group + `
   names: {kind: ` + kind + `, listKind: ` + kind + `List, plural: ` + plural + `, singular: ` + plural[:len(plural)-1] + `}
   scope: Namespaced
   versions:

@@ -18,43 +18,21 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// widgetsCRD is a CRD of gadgets.checkcrd.example.com whose spec.ports
-// has the given list type lines (indented for the spot).
+// widgetsCRD is a CRD of gadgets.checkcrd.example.com whose spec.ports,
+// a list of {name, port}, has the given list type lines (indented for
+// the spot, or "": atomic).
 func widgetsCRD(t *testing.T, ports string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
-	y := `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.checkcrd.example.com}
-spec:
-  group: checkcrd.example.com
-  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              ports:
-                type: array
-` + ports + `
-                items:
-                  type: object
-                  properties:
-                    name: {type: string}
-                    port: {type: integer}
-`
-	c := &apiextv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(y), c); err != nil {
-		t.Fatalf("%v\n%s", err, y)
+	var listType []string
+	for _, l := range strings.Split(ports, "\n") {
+		listType = append(listType, strings.TrimSpace(l))
 	}
-	return c
+	return portsCRD(t, "checkcrd.example.com", "gadgets", "type: array\n"+strings.Join(listType, "\n")+`
+items:
+  type: object
+  properties:
+    name: {type: string}
+    port: {type: integer}`)
 }
 
 // check-crd reports that making an atomic list a map breaks a stored
