@@ -1,10 +1,22 @@
 // Package targetcache keeps the objects fieldops applies to (FieldPatch
-// targets, the objects of ManagedWorkloads) in memory, one watch per
-// object: a reflector restricted with the field selector
-// metadata.name=<name> in the object's namespace, started when the first
-// referrer refers to the object and stopped when the last one lets go.
-// Nothing else of a kind is listed, watched or held, so a patch on one
-// Secret costs one Secret in memory, not every Secret of the cluster.
+// targets, the objects of ManagedWorkloads) in memory. A few objects of a
+// kind in a namespace are watched one by one: a reflector restricted
+// with the field selector metadata.name=<name> in the object's
+// namespace, started when the first referrer refers to the object and
+// stopped when the last one lets go. Nothing else of the kind is listed,
+// watched or held, so a patch on one Secret costs one Secret in memory,
+// not every Secret of the cluster.
+//
+// From ShareAt watched objects of one kind (in one version) in one
+// namespace (or of one cluster-scoped kind) on, they share one watch of
+// the namespace instead (see group): one request in all instead of one
+// per object, and no per-watch goroutines and buffers (issue 11: 1000
+// single-object watches cost about 100 KiB each). That watch holds every
+// object of the kind in the namespace, each as its compact JSON (about a
+// third of its decoded size), so an object that joins later is read
+// without a request. Secrets are never shared: a namespace's Secrets stay
+// out of the manager's memory whatever the number of patched ones (issue
+// 16).
 //
 // Watches run with the manager's rights: they serve the reads of objects
 // acting as the manager, and tell every referrer of a change. Objects
@@ -38,6 +50,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
+
+// DefaultShareAt is the default Cache.ShareAt.
+const DefaultShareAt = 16
 
 // DefaultSyncTimeout is how long a read of a watched object waits for its
 // first sync (one LIST of one name, or the initial events of a watch-list)
@@ -88,6 +103,10 @@ type Cache struct {
 	live    client.Reader
 	// SyncTimeout bounds the wait of a read for a new watch's first sync.
 	SyncTimeout time.Duration
+	// ShareAt is the number of watched objects of one kind and version in
+	// one namespace from which they share one watch of the namespace
+	// (0: never). It is read when an object is first acquired.
+	ShareAt int
 
 	base   context.Context
 	cancel context.CancelFunc
@@ -96,6 +115,12 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[Target]*entry
+	// counts are the entries per scope; groups the shared watches.
+	counts map[scope]int
+	groups map[scope]*group
+	// perName are the scopes whose shared watch was refused: their
+	// objects are watched one by one from then on.
+	perName map[scope]bool
 }
 
 // New returns a Cache whose watches use dyn and mapper, and whose misses
@@ -103,7 +128,8 @@ type Cache struct {
 // Its watches stop when Start's context ends (or with Stop).
 func New(dyn dynamic.Interface, mapper meta.RESTMapper, live client.Reader) *Cache {
 	base, cancel := context.WithCancel(context.Background())
-	return &Cache{dynamic: dyn, mapper: mapper, live: live, SyncTimeout: DefaultSyncTimeout, base: base, cancel: cancel, entries: map[Target]*entry{}}
+	return &Cache{dynamic: dyn, mapper: mapper, live: live, SyncTimeout: DefaultSyncTimeout, ShareAt: DefaultShareAt, base: base, cancel: cancel,
+		entries: map[Target]*entry{}, counts: map[scope]int{}, groups: map[scope]*group{}, perName: map[scope]bool{}}
 }
 
 // shared are the Caches of Shared, by the manager's informer cache: a
@@ -166,7 +192,10 @@ func (c *Cache) Stop() {
 	for _, e := range c.entries {
 		e.stop()
 	}
-	c.entries = map[Target]*entry{}
+	for _, g := range c.groups {
+		g.stop()
+	}
+	c.entries, c.counts, c.groups = map[Target]*entry{}, map[scope]int{}, map[scope]*group{}
 }
 
 // Acquire adds ref to t's references, starting t's watch if it is the
@@ -198,13 +227,32 @@ func (c *Cache) Acquire(ref Ref, t Target, liveReads bool) error {
 	if namespaced != (t.Namespace != "") {
 		return fmt.Errorf("watch %s: namespace %q does not fit the kind's scope", t, t.Namespace)
 	}
-	e := c.start(t, mapping.Resource)
-	e.refs[ref] = struct{}{}
-	if liveReads {
-		e.readLive()
-	}
-	c.entries[t] = e
+	c.add(t, mapping.Resource, ref, liveReads)
 	return nil
+}
+
+// add makes t's entry (called with c.mu held): it joins its scope's
+// shared watch, starts one when t is the ShareAt-th object of the scope,
+// or else gets a watch of its own.
+func (c *Cache) add(t Target, gvr schema.GroupVersionResource, ref Ref, liveReads bool) {
+	sc := scope{gvr: gvr, gvk: t.GVK, namespace: t.Namespace}
+	e := &entry{cache: c, target: t, scope: sc, refs: map[Ref]struct{}{ref: {}}, settled: make(chan struct{}), missed: liveReads}
+	c.entries[t] = e
+	c.counts[sc]++
+	g := c.groups[sc]
+	if g == nil && c.shareable(sc) && c.counts[sc] >= c.ShareAt {
+		g = c.startGroup(sc)
+	}
+	if g != nil {
+		g.join(e, liveReads)
+		return
+	}
+	e.watchAlone(gvr)
+}
+
+// shareable says whether sc's objects may share one watch.
+func (c *Cache) shareable(sc scope) bool {
+	return c.ShareAt > 0 && !c.perName[sc] && !(sc.gvk.Group == "" && sc.gvk.Kind == "Secret")
 }
 
 // Release removes ref from t's references, stopping t's watch and dropping
@@ -217,9 +265,18 @@ func (c *Cache) Release(ref Ref, t Target) {
 		return
 	}
 	delete(e.refs, ref)
-	if len(e.refs) == 0 {
-		delete(c.entries, t)
-		e.stop()
+	if len(e.refs) > 0 {
+		return
+	}
+	delete(c.entries, t)
+	e.stop()
+	if c.counts[e.scope]--; c.counts[e.scope] > 0 {
+		return
+	}
+	delete(c.counts, e.scope)
+	if g := c.groups[e.scope]; g != nil {
+		delete(c.groups, e.scope)
+		g.stop()
 	}
 }
 
@@ -231,6 +288,10 @@ type Stats struct {
 	Objects int
 	// Refs is the number of references over all watches.
 	Refs int
+	// Shared is the number of shared watches of a namespace (or of a
+	// cluster-scoped kind), and Held the objects they hold (the watched
+	// ones among them included).
+	Shared, Held int
 }
 
 // Stats returns what c holds now.
@@ -241,11 +302,13 @@ func (c *Cache) Stats() Stats {
 	for _, e := range c.entries {
 		s.Watches++
 		s.Refs += len(e.refs)
-		e.mu.Lock()
-		if e.obj != nil {
+		if e.exists() {
 			s.Objects++
 		}
-		e.mu.Unlock()
+	}
+	for _, g := range c.groups {
+		s.Shared++
+		s.Held += g.len()
 	}
 	return s
 }
@@ -284,43 +347,54 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return c.live.List(ctx, list, opts...)
 }
 
-// start starts t's watch (called with c.mu held).
-func (c *Cache) start(t Target, gvr schema.GroupVersionResource) *entry {
+// watchAlone starts e's own watch: a reflector of the one object, by
+// name (called with c.mu held).
+func (e *entry) watchAlone(gvr schema.GroupVersionResource) {
+	c, t := e.cache, e.target
 	ctx, cancel := context.WithCancel(c.base)
-	e := &entry{cache: c, target: t, refs: map[Ref]struct{}{}, cancel: cancel, settled: make(chan struct{})}
-	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
-	if t.Namespace != "" {
-		ri = c.dynamic.Resource(gvr).Namespace(t.Namespace)
-	}
+	e.cancel = cancel
 	selector := fields.OneTermEqualSelector("metadata.name", t.Name).String()
-	lw := &toolscache.ListWatch{
+	lw := listWatch(c.resource(gvr, t.Namespace), selector, e.failed)
+	example := &unstructured.Unstructured{}
+	example.SetGroupVersionKind(t.GVK)
+	r := toolscache.NewReflectorWithOptions(lw, example, &ownStore{e}, toolscache.ReflectorOptions{Name: "fieldops target " + t.String()})
+	go r.RunWithContext(ctx)
+}
+
+func (c *Cache) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+	if namespace != "" {
+		return c.dynamic.Resource(gvr).Namespace(namespace)
+	}
+	return c.dynamic.Resource(gvr)
+}
+
+// listWatch lists and watches ri with the field selector (may be ""),
+// telling failed of every list's and watch's error.
+func listWatch(ri dynamic.ResourceInterface, selector string, failed func(error)) *toolscache.ListWatch {
+	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
 			l, err := ri.List(ctx, o)
-			e.failed(err)
+			failed(err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
 			w, err := ri.Watch(ctx, o)
-			e.failed(err)
+			failed(err)
 			return w, err
 		},
 	}
-	example := &unstructured.Unstructured{}
-	example.SetGroupVersionKind(t.GVK)
-	r := toolscache.NewReflectorWithOptions(lw, example, e, toolscache.ReflectorOptions{Name: "fieldops target " + t.String()})
-	go r.RunWithContext(ctx)
-	return e
 }
 
 // notify tells every sink holding a reference on t (once each) that t is
-// now at resourceVersion rv.
-func (c *Cache) notify(t Target, rv string) {
+// now at resourceVersion rv, if when (called with t's entry, under c.mu)
+// says so.
+func (c *Cache) notify(t Target, rv string, when func(*entry) bool) {
 	c.mu.Lock()
 	e := c.entries[t]
 	var sinks []Sink
-	if e != nil {
+	if e != nil && (when == nil || when(e)) {
 		seen := map[Sink]bool{}
 		for ref := range e.refs {
 			if !seen[ref.Sink] {
@@ -335,22 +409,28 @@ func (c *Cache) notify(t Target, rv string) {
 	}
 }
 
-// entry is one watched object: the reflector's store (a store of at most
-// one object) and the references on it.
+// entry is one watched object and the references on it. Its object is
+// held by its own watch (a store of at most one object), or, once it is
+// in a group, by the group's shared watch.
 type entry struct {
 	cache  *Cache
 	target Target
-	cancel context.CancelFunc
+	scope  scope
 	refs   map[Ref]struct{} // guarded by cache.mu
+	// cancel stops the entry's own watch (nil when it has none).
+	cancel context.CancelFunc
 
-	// settled is closed by the first sync or the first failed list or
-	// watch, whichever comes first: what a read waits for.
+	// settled is closed by the first sync of its own watch or the first
+	// failed list or watch, whichever comes first: what a read waits for.
 	settled     chan struct{}
 	settledOnce sync.Once
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// group holds the object once set: the entry's own watch, if it had
+	// one, is stopped then and obj dropped.
+	group  *group
 	obj    *unstructured.Unstructured
-	synced bool // the first sync happened
+	synced bool // the first sync of its own watch happened
 	// missed says a read before the first sync went live: the first sync
 	// is then reported as a change, since it may be newer than that read.
 	missed  bool
@@ -366,52 +446,88 @@ func (e *entry) failed(err error) {
 }
 
 func (e *entry) stop() {
-	e.cancel()
 	e.mu.Lock()
 	e.stopped, e.obj = true, nil
+	cancel := e.cancel
 	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// exists says whether e's object exists and is held.
+func (e *entry) exists() bool {
+	e.mu.Lock()
+	g, held := e.group, e.obj != nil
+	e.mu.Unlock()
+	if g != nil {
+		return g.has(e.target.Name)
+	}
+	return held
 }
 
 // readLive notes a read made elsewhere: before the first sync, it makes
 // the first sync a change.
 func (e *entry) readLive() {
 	e.mu.Lock()
-	if !e.synced {
+	g := e.group
+	if g == nil && !e.synced {
 		e.missed = true
 	}
 	e.mu.Unlock()
+	if g != nil {
+		g.readLive(e)
+	}
 }
 
 // read returns a copy of the held object, waiting up to timeout for the
 // first sync (or failure); nil when it is not synced or does not exist.
 func (e *entry) read(ctx context.Context, timeout time.Duration) *unstructured.Unstructured {
-	select {
-	case <-e.settled:
-	default:
-		timer := time.NewTimer(timeout)
-		select {
-		case <-e.settled:
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		timer.Stop()
-	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.synced {
-		e.missed = true
-		return nil
+	g := e.group
+	e.mu.Unlock()
+	if g == nil {
+		wait(ctx, e.settled, timeout) // closed too when a group takes e over
+		e.mu.Lock()
+		if g = e.group; g == nil {
+			defer e.mu.Unlock()
+			if !e.synced {
+				e.missed = true
+				return nil
+			}
+			if e.obj == nil || e.stopped {
+				return nil
+			}
+			return e.obj.DeepCopy()
+		}
+		e.mu.Unlock()
 	}
-	if e.obj == nil || e.stopped {
-		return nil
-	}
-	return e.obj.DeepCopy()
+	return g.read(ctx, e, timeout)
 }
 
-// set stores obj (nil: absent) and tells the sinks when it is a change.
+// wait waits up to timeout for ch to close; it reports whether it did.
+func wait(ctx context.Context, ch <-chan struct{}, timeout time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// set stores obj (nil: absent), from e's own watch, and tells the sinks
+// when it is a change.
 func (e *entry) set(obj *unstructured.Unstructured, replace bool) {
 	e.mu.Lock()
-	if e.stopped {
+	if e.stopped || e.group != nil {
 		e.mu.Unlock()
 		return
 	}
@@ -431,8 +547,36 @@ func (e *entry) set(obj *unstructured.Unstructured, replace bool) {
 		if obj != nil {
 			rv = obj.GetResourceVersion()
 		}
-		e.cache.notify(e.target, rv)
+		e.cache.notify(e.target, rv, func(x *entry) bool { return x == e })
 	}
+}
+
+// moveTo hands e over to g, whose watch has synced and holds held (nil:
+// absent): e's own watch stops. It reports whether the sinks must be told
+// (the object differs from what e held, or a read went live before any
+// sync), and the resourceVersion to tell.
+func (e *entry) moveTo(g *group, held *record) (bool, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped || e.group != nil && e.group != g {
+		return false, ""
+	}
+	if e.group == g { // joined before the sync: told if it read live
+		tell := e.missed
+		e.missed = false
+		return tell, held.version()
+	}
+	e.group = g
+	// A read went live before any sync, or e's own watch had synced to
+	// another version.
+	tell := e.missed || e.synced && !held.same(e.obj)
+	if e.cancel != nil {
+		e.cancel()
+		e.cancel = nil
+	}
+	e.obj, e.missed = nil, false
+	e.settledOnce.Do(func() { close(e.settled) })
+	return tell, held.version()
 }
 
 func sameVersion(a, b *unstructured.Unstructured) bool {
@@ -442,45 +586,46 @@ func sameVersion(a, b *unstructured.Unstructured) bool {
 	return a.GetUID() == b.GetUID() && a.GetResourceVersion() == b.GetResourceVersion()
 }
 
+// ownStore is the reflector store of an entry's own watch.
+type ownStore struct{ e *entry }
+
 // own returns obj as the target, nil if it is something else.
-func (e *entry) own(obj interface{}) *unstructured.Unstructured {
+func (s *ownStore) own(obj interface{}) *unstructured.Unstructured {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GetName() != e.target.Name || u.GetNamespace() != e.target.Namespace {
+	if !ok || u.GetName() != s.e.target.Name || u.GetNamespace() != s.e.target.Namespace {
 		return nil
 	}
 	return u
 }
 
-// The reflector's store (toolscache.ReflectorStore).
-
-func (e *entry) Add(obj interface{}) error {
-	if u := e.own(obj); u != nil {
-		e.set(u, false)
+func (s *ownStore) Add(obj interface{}) error {
+	if u := s.own(obj); u != nil {
+		s.e.set(u, false)
 	}
 	return nil
 }
 
-func (e *entry) Update(obj interface{}) error { return e.Add(obj) }
+func (s *ownStore) Update(obj interface{}) error { return s.Add(obj) }
 
-func (e *entry) Delete(obj interface{}) error {
+func (s *ownStore) Delete(obj interface{}) error {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if u := e.own(obj); u != nil {
-		e.set(nil, false)
+	if u := s.own(obj); u != nil {
+		s.e.set(nil, false)
 	}
 	return nil
 }
 
-func (e *entry) Replace(list []interface{}, _ string) error {
+func (s *ownStore) Replace(list []interface{}, _ string) error {
 	var held *unstructured.Unstructured
 	for _, it := range list {
-		if u := e.own(it); u != nil {
+		if u := s.own(it); u != nil {
 			held = u
 		}
 	}
-	e.set(held, true)
+	s.e.set(held, true)
 	return nil
 }
 
-func (e *entry) Resync() error { return nil }
+func (s *ownStore) Resync() error { return nil }
