@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
@@ -119,4 +123,26 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up PodSet controller: %w", err)
 	}
 	return nil
+}
+
+// CacheOptions returns base with what the controllers need of the
+// manager's informer cache: the fieldops objects (FieldPatch,
+// ClusterFieldPatch, ManagedWorkload, PodSet) and the CRDs' metadata are
+// held without metadata.managedFields (cache.TransformStripManagedFields),
+// which nothing reads from the cache: writes of status and finalizers are
+// merge patches computed between two copies of the same cached object.
+// Pods keep theirs (PodSet reads them to find who owns a label). Issue 11:
+// memory while converging.
+func CacheOptions(base cache.Options) cache.Options {
+	if base.ByObject == nil {
+		base.ByObject = map[client.Object]cache.ByObject{}
+	}
+	crds := &metav1.PartialObjectMetadata{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	for _, obj := range []client.Object{&v1alpha1.FieldPatch{}, &v1alpha1.ClusterFieldPatch{}, &v1alpha1.ManagedWorkload{}, &v1alpha1.PodSet{}, crds} {
+		by := base.ByObject[obj]
+		by.Transform = cache.TransformStripManagedFields()
+		base.ByObject[obj] = by
+	}
+	return base
 }

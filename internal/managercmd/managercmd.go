@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -135,6 +136,7 @@ type managerOptions struct {
 func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts controllers.Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 controllers.Scheme(),
+		Cache:                  controllers.CacheOptions(cache.Options{}),
 		Metrics:                m.metrics,
 		HealthProbeBindAddress: m.probeAddr,
 		PprofBindAddress:       m.pprofAddr,

@@ -56,7 +56,7 @@ func (e *Env) startFieldops(namespace string, recs *reconciles) (*fieldops, erro
 		Scheme:  controllers.Scheme(),
 		Logger:  recs.logger(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Cache:   controllers.CacheOptions(cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}}),
 		// Every run has its own manager with the same controllers.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -70,6 +71,7 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	reconciles := &Reconciles{}
 	mopts := ctrl.Options{
 		Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:  controllers.CacheOptions(cache.Options{}),
 		Logger: reconciles.Logger(logger), NewCache: reconciles.NewCache,
 	}
 	if len(opts.Webhooks) > 0 {
