@@ -33,6 +33,7 @@ package targetcache
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -45,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,6 +101,7 @@ type Ref struct {
 // safe for concurrent use.
 type Cache struct {
 	dynamic dynamic.Interface
+	rest    rest.Interface // raw requests of shared watches
 	mapper  meta.RESTMapper
 	live    client.Reader
 	// SyncTimeout bounds the wait of a read for a new watch's first sync.
@@ -123,13 +126,28 @@ type Cache struct {
 	perName map[scope]bool
 }
 
-// New returns a Cache whose watches use dyn and mapper, and whose misses
-// read through live (an uncached reader, e.g. the manager's APIReader).
-// Its watches stop when Start's context ends (or with Stop).
-func New(dyn dynamic.Interface, mapper meta.RESTMapper, live client.Reader) *Cache {
+// New returns a Cache whose watches use cfg and hc (nil: a client of
+// cfg's own) and mapper, and whose misses read through live (an uncached
+// reader, e.g. the manager's APIReader). Its watches stop when Start's
+// context ends (or with Stop).
+func New(cfg *rest.Config, hc *http.Client, mapper meta.RESTMapper, live client.Reader) (*Cache, error) {
+	if hc == nil {
+		var err error
+		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("target cache: %w", err)
+		}
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("target cache: %w", err)
+	}
+	rc, err := newRESTClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("target cache: %w", err)
+	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Cache{dynamic: dyn, mapper: mapper, live: live, SyncTimeout: DefaultSyncTimeout, ShareAt: DefaultShareAt, base: base, cancel: cancel,
-		entries: map[Target]*entry{}, counts: map[scope]int{}, groups: map[scope]*group{}, perName: map[scope]bool{}}
+	return &Cache{dynamic: dyn, rest: rc, mapper: mapper, live: live, SyncTimeout: DefaultSyncTimeout, ShareAt: DefaultShareAt, base: base, cancel: cancel,
+		entries: map[Target]*entry{}, counts: map[scope]int{}, groups: map[scope]*group{}, perName: map[scope]bool{}}, nil
 }
 
 // shared are the Caches of Shared, by the manager's informer cache: a
@@ -150,11 +168,10 @@ func Shared(mgr manager.Manager) (*Cache, error) {
 	if c, ok := shared.m[key]; ok {
 		return c, nil
 	}
-	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	c, err := New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper(), mgr.GetAPIReader())
 	if err != nil {
-		return nil, fmt.Errorf("target cache: %w", err)
+		return nil, err
 	}
-	c := New(dyn, mgr.GetRESTMapper(), mgr.GetAPIReader())
 	c.forget = func() {
 		shared.Lock()
 		defer shared.Unlock()

@@ -21,7 +21,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -336,11 +335,7 @@ func (s *sink) count() int {
 func TestReaderMissesReadLive(t *testing.T) {
 	ns := kit.Namespace(t, "reader")
 	live := &countingReader{Reader: k8s}
-	dyn, err := dynamic.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := targetcache.New(dyn, k8s.RESTMapper(), live)
+	c := newCache(t, restConfig, live)
 	defer c.Stop()
 	s := &sink{}
 	ref := targetcache.Ref{Sink: s, Referrer: types.NamespacedName{Namespace: ns, Name: "referrer"}}

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -29,7 +32,8 @@ func (sc scope) String() string {
 }
 
 // record is one object held by a shared watch: its UID, its
-// resourceVersion and its JSON. A read decodes a new copy from the JSON.
+// resourceVersion and its JSON as the apiserver sent it. A read decodes a
+// new copy from the JSON.
 type record struct {
 	uid types.UID
 	rv  string
@@ -91,10 +95,20 @@ func (c *Cache) startGroup(sc scope) *group {
 	ctx, cancel := context.WithCancel(c.base)
 	g := &group{cache: c, scope: sc, cancel: cancel, settled: make(chan struct{}), objs: map[string]*record{}}
 	c.groups[sc] = g
-	example := &unstructured.Unstructured{}
-	example.SetGroupVersionKind(sc.gvk)
-	lw := listWatch(c.resource(sc.gvr, sc.namespace), "", g.failed)
-	r := toolscache.NewReflectorWithOptions(lw, example, g, toolscache.ReflectorOptions{Name: "fieldops targets " + sc.String()})
+	raw := newRawClient(c.rest, sc.gvr, sc.namespace)
+	lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := raw.list(ctx, o)
+			g.failed(err)
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := raw.watch(ctx, o)
+			g.failed(err)
+			return w, err
+		},
+	}, raw)
+	r := toolscache.NewReflectorWithOptions(lw, &rawObject{}, g, toolscache.ReflectorOptions{Name: "fieldops targets " + sc.String()})
 	go r.RunWithContext(ctx)
 	return g
 }
@@ -197,9 +211,9 @@ func (g *group) read(ctx context.Context, e *entry, timeout time.Duration) *unst
 	if !synced || stopped || rec == nil {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(rec.raw); err != nil {
-		return nil // cannot be: we encoded it
+	u, err := decode(rec.raw, g.scope.gvk)
+	if err != nil {
+		return nil // cannot be: the apiserver sent it; read live
 	}
 	return u
 }
@@ -223,25 +237,22 @@ func (g *group) tell(name, rv string) {
 	g.cache.notify(t, rv, func(e *entry) bool { return e.in(g) })
 }
 
-func encode(obj interface{}) (string, *record) {
+// toRecord is the name and record of a rawObject (nil for anything else).
+func toRecord(obj interface{}) (string, *record) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
+	o, ok := obj.(*rawObject)
 	if !ok {
 		return "", nil
 	}
-	raw, err := u.MarshalJSON()
-	if err != nil {
-		return "", nil
-	}
-	return u.GetName(), &record{uid: u.GetUID(), rv: u.GetResourceVersion(), raw: raw}
+	return o.Name, &record{uid: o.UID, rv: o.ResourceVersion, raw: o.raw}
 }
 
 // The reflector's store (toolscache.ReflectorStore).
 
 func (g *group) Add(obj interface{}) error {
-	name, rec := encode(obj)
+	name, rec := toRecord(obj)
 	if rec == nil {
 		return fmt.Errorf("shared watch of %s: cannot hold %T", g.scope, obj)
 	}
@@ -263,7 +274,7 @@ func (g *group) Add(obj interface{}) error {
 func (g *group) Update(obj interface{}) error { return g.Add(obj) }
 
 func (g *group) Delete(obj interface{}) error {
-	name, _ := encode(obj)
+	name, _ := toRecord(obj)
 	g.mu.Lock()
 	if g.stopped {
 		g.mu.Unlock()
@@ -282,7 +293,7 @@ func (g *group) Delete(obj interface{}) error {
 func (g *group) Replace(list []interface{}, _ string) error {
 	objs := make(map[string]*record, len(list))
 	for _, it := range list {
-		if name, rec := encode(it); rec != nil {
+		if name, rec := toRecord(it); rec != nil {
 			objs[name] = rec
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/test/testkit"
@@ -42,12 +43,8 @@ func newTestCache(t *testing.T, ns string, shareAt int, user string) *testCache 
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &recording{recorder: rec, next: rt} })
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	live := &countingReader{Reader: k8s}
-	c := targetcache.New(dyn, k8s.RESTMapper(), live)
+	c := newCache(t, cfg, live)
 	c.ShareAt = shareAt
 	t.Cleanup(c.Stop)
 	return &testCache{Cache: c, requests: rec, live: live, ns: ns}
@@ -154,14 +151,14 @@ func TestSharedWatchOfANamespace(t *testing.T) {
 	c.acquire(t, ref, "cm-0", "cm-1")
 	c.waitStats(t, targetcache.Stats{Watches: 2, Objects: 2, Refs: 2})
 	if byName, whole := c.lists(t, 0); byName != 2 || whole != 0 {
-		t.Fatalf("%d watches by name and %d of the namespace for two objects, want 2 and 0", byName, whole)
+		t.Fatalf("%d watches by name and %d of the namespace for two objects, want 2 (watch-lists) and 0", byName, whole)
 	}
 	// The third shares: one watch of the namespace holds all 8.
 	from := c.requests.count()
 	c.acquire(t, ref, "cm-2")
 	c.waitStats(t, targetcache.Stats{Watches: 3, Objects: 3, Refs: 3, Shared: 1, Held: 8})
-	if byName, whole := c.lists(t, from); byName != 0 || whole != 1 {
-		t.Fatalf("%d watches by name and %d of the namespace when sharing, want 0 and 1", byName, whole)
+	if byName, whole := c.lists(t, from); byName != 0 || whole != 2 {
+		t.Fatalf("%d lists or watches by name and %d of the namespace when sharing, want 0 and 2 (one list, one watch)", byName, whole)
 	}
 	// A later one: no request at all, read from the shared watch.
 	from = c.requests.count()
@@ -361,6 +358,16 @@ func TestSharedWatchRandomized(t *testing.T) {
 				}
 				return got.GetResourceVersion() == want, got.GetResourceVersion()
 			})
+			// A shared watch holds every object of the namespace.
+			testkit.Eventually(t, fmt.Sprintf("step %d (%s %s): shared watch holds all", step, did, name), func() (bool, string) {
+				st, want := c.Stats(), 0
+				for _, e := range exists {
+					if e {
+						want++
+					}
+				}
+				return st.Shared == 0 || st.Held == want, fmt.Sprintf("%+v, want %d held", st, want)
+			})
 			if n == name && (did == "write" || did == "delete") {
 				testkit.Eventually(t, fmt.Sprintf("step %d (%s %s) told", step, did, name), func() (bool, string) {
 					g := s.of(n)
@@ -373,4 +380,61 @@ func TestSharedWatchRandomized(t *testing.T) {
 		c.Release(ref, c.target(n))
 	}
 	c.waitStats(t, targetcache.Stats{})
+}
+
+func newCache(t testing.TB, cfg *rest.Config, live client.Reader) *targetcache.Cache {
+	t.Helper()
+	c, err := targetcache.New(cfg, nil, k8s.RESTMapper(), live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Issue 11: FieldPatches whose targets share one watch decide exactly as
+// with watches of their own. 20 FieldPatches on 20 ConfigMaps of one
+// namespace converge through one shared watch; a change of a field none
+// of them owns on one target costs no write; a change of a label one owns
+// is repaired with one apply of that target, and nothing else is written.
+func TestSharedWatchDrift(t *testing.T) {
+	ns := kit.Namespace(t, "shared-drift")
+	const n = 20
+	fps := make([]client.Object, n)
+	for i := 0; i < n; i++ {
+		configMap(t, ns, fmt.Sprintf("cm-%02d", i))
+	}
+	for i := 0; i < n; i++ {
+		fps[i] = fieldPatch(t, labelPatch(fmt.Sprintf("fp-%02d", i), ns, "ConfigMap", fmt.Sprintf("cm-%02d", i), "patched"))
+	}
+	for _, fp := range fps {
+		waitReason(t, fp, "Applied")
+	}
+	waitStats(t, targetcache.Stats{Watches: n, Objects: n, Refs: n, Shared: 1, Held: n})
+	// Every list and watch of this namespace's configmaps since: none.
+	from := requests.count()
+	kit.ApplyAs(t, "owner", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-03, namespace: %s}, data: {a: changed}}", ns))
+	kit.ApplyAs(t, "rival", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-03, namespace: %s, labels: {patched: \"no\"}}}", ns))
+	testkit.Eventually(t, "label patched repaired", func() (bool, string) {
+		l := kit.Live(t, &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "cm-03", "namespace": ns}}}).GetLabels()
+		return l["patched"] == "yes", fmt.Sprint(l)
+	})
+	waitReason(t, fps[3], "Applied")
+	writes := map[string]int{}
+	for _, r := range requests.since(from) {
+		if r.Method != "GET" && strings.Contains(r.URL, "/namespaces/"+ns+"/configmaps") {
+			u, _ := url.Parse(r.URL)
+			writes[r.Method+" "+u.Path]++
+		}
+		if r.Method == "GET" && strings.Contains(r.URL, "/namespaces/"+ns+"/configmaps") {
+			t.Errorf("a read of a target beyond the shared watch: %s", r.URL)
+		}
+	}
+	want := map[string]int{"PATCH /api/v1/namespaces/" + ns + "/configmaps/cm-03": 1}
+	if fmt.Sprint(writes) != fmt.Sprint(want) {
+		t.Errorf("writes of targets %v, want %v (one repair, nothing for the change of a field no FieldPatch owns)", writes, want)
+	}
+	for _, fp := range fps {
+		kit.DeleteAndWait(t, fp)
+	}
+	waitStats(t, targetcache.Stats{})
 }

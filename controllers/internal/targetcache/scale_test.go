@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 )
@@ -44,11 +42,7 @@ func TestScalePerTarget(t *testing.T) {
 	waitLong(t, func() bool { return targets.Stats() == targetcache.Stats{} })
 	after, g2 := heapInuse(), runtime.NumGoroutine()
 	// The watches alone, in a cache of their own (no FieldPatches).
-	dyn, err := dynamic.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := targetcache.New(dyn, k8s.RESTMapper(), k8s)
+	c := newCache(t, restConfig, k8s)
 	defer c.Stop()
 	ref := targetcache.Ref{Sink: &sink{}}
 	wbase, wstack, wg0 := heapInuse(), stackInuse(), runtime.NumGoroutine()

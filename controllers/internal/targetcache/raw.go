@@ -1,0 +1,206 @@
+package targetcache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// A shared watch keeps each object as the JSON the apiserver sent: its
+// list and watch decode only the metadata the reflector needs (name,
+// namespace, UID, resourceVersion), never the whole object into a map
+// that would be encoded again. A read decodes a fresh copy (decode).
+
+// rawObject is one object of a shared watch: its JSON and its metadata.
+type rawObject struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	raw []byte
+}
+
+func (o *rawObject) DeepCopyObject() runtime.Object {
+	c := *o
+	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c // raw is never written to: shared
+}
+
+// rawList is a list of a shared watch.
+type rawList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []rawObject
+}
+
+func (l *rawList) DeepCopyObject() runtime.Object {
+	c := &rawList{TypeMeta: l.TypeMeta, Items: make([]rawObject, len(l.Items))}
+	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	for i := range l.Items {
+		c.Items[i] = *l.Items[i].DeepCopyObject().(*rawObject)
+	}
+	return c
+}
+
+// rawMeta is the metadata read from an object's JSON.
+type rawMeta struct {
+	Metadata struct {
+		Name            string    `json:"name"`
+		Namespace       string    `json:"namespace"`
+		UID             types.UID `json:"uid"`
+		ResourceVersion string    `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+func newRawObject(raw []byte) (*rawObject, error) {
+	var m rawMeta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	o := &rawObject{raw: raw}
+	o.Name, o.Namespace, o.UID, o.ResourceVersion = m.Metadata.Name, m.Metadata.Namespace, m.Metadata.UID, m.Metadata.ResourceVersion
+	return o, nil
+}
+
+// decode decodes raw, the JSON of an object of kind gvk, into a new
+// object. List items come without apiVersion and kind: they are set.
+func decode(raw []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	m := map[string]interface{}{}
+	if err := utiljson.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// rawClient lists and watches the objects of one resource in one
+// namespace ("" for all, or a cluster-scoped kind) as rawObjects.
+type rawClient struct {
+	rest rest.Interface
+	path string // the collection's path
+}
+
+// newRawClient returns the client of resource gvr in namespace.
+func newRawClient(rc rest.Interface, gvr schema.GroupVersionResource, namespace string) *rawClient {
+	path := "/apis/" + gvr.Group + "/" + gvr.Version
+	if gvr.Group == "" {
+		path = "/api/" + gvr.Version
+	}
+	if namespace != "" {
+		path += "/namespaces/" + namespace
+	}
+	return &rawClient{rest: rc, path: path + "/" + gvr.Resource}
+}
+
+// IsWatchListSemanticsUnSupported: the reflector lists, then watches
+// (a watch-list stream's bookmarks carry annotations rawObject leaves
+// out).
+func (c *rawClient) IsWatchListSemanticsUnSupported() bool { return true }
+
+// metaScheme knows metav1.Status: the error of a refused request is an
+// APIStatus (Forbidden, Gone...).
+var metaScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return s
+}()
+
+func (c *rawClient) request(opts metav1.ListOptions) *rest.Request {
+	return c.rest.Get().AbsPath(c.path).SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion)
+}
+
+func (c *rawClient) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	res := c.request(opts).Do(ctx)
+	if err := res.Error(); err != nil { // an APIStatus when the apiserver sent one
+		return nil, err
+	}
+	body, _ := res.Raw()
+	var l struct {
+		Metadata metav1.ListMeta   `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return nil, fmt.Errorf("list %s: %w", c.path, err)
+	}
+	out := &rawList{ListMeta: l.Metadata, Items: make([]rawObject, 0, len(l.Items))}
+	for _, it := range l.Items {
+		o, err := newRawObject(it)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", c.path, err)
+		}
+		out.Items = append(out.Items, *o)
+	}
+	return out, nil
+}
+
+func (c *rawClient) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	stream, err := c.request(opts).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewStreamWatcher(&rawDecoder{body: stream, dec: json.NewDecoder(stream)}, &rawReporter{}), nil
+}
+
+// rawDecoder decodes the events of a JSON watch stream.
+type rawDecoder struct {
+	body io.ReadCloser
+	dec  *json.Decoder
+}
+
+func (d *rawDecoder) Decode() (watch.EventType, runtime.Object, error) {
+	var ev struct {
+		Type   watch.EventType `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := d.dec.Decode(&ev); err != nil {
+		return "", nil, err
+	}
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		o, err := newRawObject(ev.Object)
+		return ev.Type, o, err
+	case watch.Error:
+		st := &metav1.Status{}
+		if err := json.Unmarshal(ev.Object, st); err != nil {
+			return "", nil, err
+		}
+		return ev.Type, st, nil
+	}
+	return "", nil, fmt.Errorf("watch: unknown event type %q", ev.Type)
+}
+
+func (d *rawDecoder) Close() { _ = d.body.Close() }
+
+// rawReporter turns a stream's decoding error into an error event.
+type rawReporter struct{}
+
+func (rawReporter) AsObject(err error) runtime.Object {
+	return &metav1.Status{Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonUnknown, Code: http.StatusInternalServerError}
+}
+
+// newRESTClient is the client of raw requests made from cfg and hc.
+func newRESTClient(cfg *rest.Config, hc *http.Client) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{}
+	c.APIPath = "/"
+	c.NegotiatedSerializer = serializer.NewCodecFactory(metaScheme).WithoutConversion()
+	c.AcceptContentTypes = "application/json"
+	c.ContentType = "application/json"
+	if strings.TrimSpace(c.UserAgent) == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientForConfigAndClient(c, hc)
+}
