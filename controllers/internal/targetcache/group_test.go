@@ -258,11 +258,10 @@ func TestSharedWatchForbidden(t *testing.T) {
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "by-name", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "by-name"},
 		Subjects: []rbacv1.Subject{{Kind: "User", Name: "narrow", APIGroup: "rbac.authorization.k8s.io"}}}
-	if err := k8s.Create(ctx, role); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, rb); err != nil {
-		t.Fatal(err)
+	for _, o := range []client.Object{role, rb} {
+		if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	c := newTestCache(t, ns, 2, "narrow")
 	s := &told{}
