@@ -9,13 +9,20 @@ import (
 	"time"
 )
 
-// requestCounts are API requests by HTTP method.
+// requestCounts are API requests by HTTP method, and under reconciles
+// the FieldPatch controller's reconciles (not a request: left out of the
+// total).
 type requestCounts map[string]float64
+
+// reconciles is the key of controller_runtime_reconcile_total{controller="fieldpatch"}.
+const reconciles = "#reconciles"
 
 func (r requestCounts) total() float64 {
 	var t float64
-	for _, v := range r {
-		t += v
+	for m, v := range r {
+		if m != reconciles {
+			t += v
+		}
 	}
 	return t
 }
@@ -47,6 +54,16 @@ func scrapeRequests(url string) (requestCounts, error) {
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
 		line := s.Text()
+		if rest, ok := strings.CutPrefix(line, `controller_runtime_reconcile_total{controller="fieldpatch",`); ok {
+			if _, value, ok := strings.Cut(rest, "} "); ok {
+				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+				if err != nil {
+					return nil, fmt.Errorf("metrics line %q: %w", line, err)
+				}
+				counts[reconciles] += v
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(line, "rest_client_requests_total{")
 		if !ok {
 			continue

@@ -14,7 +14,9 @@ import (
 func perObject(r requestCounts, n int) (total string, byMethod string) {
 	methods := make([]string, 0, len(r))
 	for m := range r {
-		methods = append(methods, m)
+		if m != reconciles {
+			methods = append(methods, m)
+		}
 	}
 	slices.Sort(methods)
 	parts := make([]string, 0, len(methods))
@@ -50,14 +52,15 @@ func (r *result) print(w io.Writer) {
 	foTotal, foBy := perObject(fo.requests, n)
 	fmt.Fprintf(tw, "requests per object\t%s\t%s\t%s\n", fxTotal, foTotal, ratio(fo.requests.total(), fx.requests.total()))
 	fmt.Fprintf(tw, "  by method\t%s\t%s\t\n", fxBy, foBy)
+	fmt.Fprintf(tw, "reconciles per object\t–\t%.2f\t\n", fo.requests[reconciles]/float64(n))
 	fmt.Fprintf(tw, "manager CPU\t%.2f s\t%.2f s\t%s\n", fx.mgrCPU, fo.mgrCPU, ratio(fo.mgrCPU, fx.mgrCPU))
 	fmt.Fprintf(tw, "apiserver+etcd CPU\t%.2f s\t%.2f s\t%s\n", fx.cpCPU, fo.cpCPU, ratio(fo.cpCPU, fx.cpCPU))
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), ratio(float64(fo.peakRSS), float64(fx.peakRSS)))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
 	_ = tw.Flush()
 	hTotal, hBy := perObject(h.requests, n)
-	fmt.Fprintf(w, "\nhand-back (fieldops, delete all N FieldPatches): %s until all gone, %s requests per object (%s), manager CPU %.2f s, apiserver+etcd CPU %.2f s; %d/%d Deployments keep the env var\n",
-		secs(h.wall), hTotal, hBy, h.mgrCPU, h.cpCPU, h.left, n)
+	fmt.Fprintf(w, "\nhand-back (fieldops, delete all N FieldPatches): %s until all gone, %s requests per object (%s), %.2f reconciles per object, manager CPU %.2f s, apiserver+etcd CPU %.2f s; %d/%d Deployments keep the env var\n",
+		secs(h.wall), hTotal, hBy, h.requests[reconciles]/float64(n), h.mgrCPU, h.cpCPU, h.left, n)
 	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak RSS Flux / fieldops | hand-back of all N |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(w, "| %d | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB | %s, %s req/object |\n",
