@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -260,5 +261,59 @@ func TestRemoveFieldsEmptiesMaps(t *testing.T) {
 	}
 	if !reflect.DeepEqual(out.GetLabels(), map[string]string{"b": "2"}) || out.Object["data"] == nil {
 		t.Fatalf("too much removed: %v", out.Object)
+	}
+}
+
+// Issue 11: a relinquish starts from a copy it is given (a cached one,
+// at deletion) and sends one request; its empty apply carries that copy's
+// resourceVersion, so a copy another writer moved on from is refused and
+// read again, and the relinquish still drops exactly what fieldops alone
+// owns: a field another manager took a share of meanwhile stays.
+func TestRelinquishFromCopy(t *testing.T) {
+	ctx := context.Background()
+	a, n := newApplier(t)
+	cm := func(name, body string) string {
+		return sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: %s, namespace: default}%s}", name, body)
+	}
+	for _, tc := range []struct {
+		name          string
+		rival         bool // another manager shares fp's field after the copy was read
+		writes, reads int64
+	}{
+		{"up-to-date copy", false, 1, 0},
+		{"stale copy", true, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "relinquish-" + strings.ReplaceAll(tc.name, " ", "-")
+			applyAs(t, a.Client, "vendor", cm(name, ", data: {a: '1'}"))
+			ref := applyAs(t, a.Client, "fp", cm(name, ", data: {added: x, other: z}"))
+			copy := get(t, a.Client, ref)
+			if tc.rival {
+				applyAs(t, a.Client, "rival", cm(name, ", data: {added: x}"))
+			}
+			w, r := n.writes.Load(), n.reads.Load()
+			if _, err := a.RelinquishFrom(ctx, ref, copy, "fp"); err != nil {
+				t.Fatal(err)
+			}
+			if dw, dr := n.writes.Load()-w, n.reads.Load()-r; dw != tc.writes || dr != tc.reads {
+				t.Errorf("%d writes and %d reads, want %d and %d", dw, dr, tc.writes, tc.reads)
+			}
+			live := get(t, a.Client, ref)
+			data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+			want := map[string]string{"a": "1"}
+			if tc.rival {
+				want["added"] = "x"
+			}
+			if !reflect.DeepEqual(data, want) {
+				t.Errorf("data %v, want %v", data, want)
+			}
+			for p, ms := range owners(t, live) {
+				for _, m := range ms {
+					if strings.HasPrefix(m, "fp/") {
+						t.Errorf("fp still owns %s", p)
+					}
+				}
+			}
+		})
 	}
 }

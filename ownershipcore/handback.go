@@ -3,6 +3,7 @@ package ownershipcore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -49,8 +50,11 @@ func mergeOwners(recorded, entries ManagedFields) ManagedFields {
 
 // HandBackPlan computes the managed fields after handing back: each field
 // manager still owns (Apply, main resource) that an entry of previous owned
-// before is moved into that entry (same manager, operation, apiVersion and
-// subresource; recreated if it vanished); manager keeps only the rest.
+// before, and that entry does not own now, is moved into that entry (same
+// manager, operation, apiVersion and subresource; recreated if it
+// vanished); manager keeps only the rest. A field the previous owner still
+// shares with manager (both applied the same value) is left as it is: the
+// relinquish that follows leaves it with its owner.
 // Values are untouched. It returns the new entries and the moved fields;
 // nothing to move returns an empty set.
 func HandBackPlan(current ManagedFields, manager string, previous ManagedFields) (ManagedFields, *fieldpath.Set) {
@@ -71,10 +75,6 @@ func HandBackPlan(current ManagedFields, manager string, previous ManagedFields)
 	}
 	for _, prev := range previous {
 		back := ours.Fields.Intersection(prev.Fields)
-		if back.Empty() {
-			continue
-		}
-		moved = moved.Union(back)
 		idx := -1
 		for i := range out {
 			if sameEntry(out[i].ManagerKey, prev.ManagerKey) {
@@ -82,6 +82,16 @@ func HandBackPlan(current ManagedFields, manager string, previous ManagedFields)
 				break
 			}
 		}
+		if idx >= 0 {
+			// Fields the previous owner still shares with us are not
+			// taken: they need no hand-back (the relinquish that follows
+			// leaves them with it).
+			back = back.Difference(out[idx].Fields)
+		}
+		if back.Empty() {
+			continue
+		}
+		moved = moved.Union(back)
 		if idx < 0 {
 			out = append(out, Entry{ManagerKey: prev.ManagerKey, Time: prev.Time, Fields: fieldpath.NewSet()})
 			idx = len(out) - 1
@@ -274,16 +284,49 @@ func (a *Applier) Relinquish(ctx context.Context, obj *unstructured.Unstructured
 	return a.relinquish(ctx, obj, nil, manager, nil)
 }
 
-// RelinquishFrom is Relinquish with fresh, an answer of the apiserver just
-// received for obj (the object a write returned, or a read through
-// APIReader; never a cached copy, which may not show manager's entry yet),
-// instead of a read of its own. Its check reads the empty apply's answer,
-// so a relinquish costs one request more only when leftovers are removed.
-func (a *Applier) RelinquishFrom(ctx context.Context, obj, fresh *unstructured.Unstructured, manager string) (Result, error) {
-	return a.relinquish(ctx, obj, fresh, manager, nil)
+// RelinquishFrom is Relinquish from live, a copy of obj (an answer of the
+// apiserver, a read through APIReader, or a cached copy), instead of a
+// read of its own. The empty apply carries live's resourceVersion, so it
+// is applied to the very object it was computed from: a copy the object
+// moved on from (a stale cache, another writer) costs a refused apply
+// (409) and a fresh read, never a field of another manager. Its check
+// reads the empty apply's answer, so a relinquish from an up-to-date copy
+// costs one request, and one more only when leftovers are removed.
+func (a *Applier) RelinquishFrom(ctx context.Context, obj, live *unstructured.Unstructured, manager string) (Result, error) {
+	return a.relinquish(ctx, obj, live, manager, nil)
 }
 
 func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstructured, manager string, expect *fieldpath.Set) (Result, error) {
+	var res Result
+	// A copy that is not the apiserver's current object (a cached one, or
+	// one another writer moved on from) costs a refused apply and a
+	// fresh read: the empty apply carries its resourceVersion.
+	err := retry.OnError(retry.DefaultRetry, isStale, func() error {
+		var err error
+		res, err = a.relinquishOnce(ctx, obj, live, manager, expect)
+		live = nil // a retry reads fresh
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+	}
+	return res, nil
+}
+
+// staleError is an empty apply refused because the object moved on from
+// the copy it was computed from.
+type staleError struct{ err error }
+
+func (e staleError) Error() string { return e.err.Error() }
+func (e staleError) Unwrap() error { return e.err }
+
+func isStale(err error) bool {
+	var s staleError
+	return errors.As(err, &s)
+}
+
+// relinquishOnce is one attempt of relinquish from live (nil: read fresh).
+func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Unstructured, manager string, expect *fieldpath.Set) (Result, error) {
 	if live == nil || (obj.GetUID() != "" && live.GetUID() != obj.GetUID()) {
 		var err error
 		live, err = a.fresh(ctx, obj)
@@ -291,7 +334,7 @@ func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstru
 			return Result{Action: ActionUnchanged}, nil
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+			return Result{}, err
 		}
 	}
 	owners, err := Owners(live)
@@ -309,9 +352,14 @@ func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstru
 	// fields) first, so the empty apply leaves it.
 	others := owners.others(manager)
 	if shield := holders(others, ours.Fields); !shield.Empty() {
-		if _, _, err := a.ReleaseFrom(ctx, ref, live, manager, shield); err != nil {
-			return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+		var released *unstructured.Unstructured
+		if _, released, err = a.ReleaseFrom(ctx, ref, live, manager, shield); err != nil {
+			return Result{}, err
 		}
+		if released == nil || released.GetResourceVersion() == "" {
+			return Result{}, staleError{fmt.Errorf("no answer to the release of %s", describe(obj))}
+		}
+		live = released
 		ours = &Entry{ManagerKey: ours.ManagerKey, Fields: ours.Fields.Difference(shield)}
 	}
 	alone := ours.Fields.Difference(others).Leaves()
@@ -323,9 +371,15 @@ func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstru
 	empty.SetName(obj.GetName())
 	empty.SetNamespace(obj.GetNamespace())
 	empty.SetUID(live.GetUID())
+	// Computed from live: applied to live only (SSA docs: a
+	// resourceVersion in an apply configuration is a precondition).
+	empty.SetResourceVersion(live.GetResourceVersion())
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(empty), client.FieldOwner(manager)); err != nil {
 		if isUIDMismatch(err) || apierrors.IsNotFound(err) {
 			return Result{Action: ActionUnchanged}, nil
+		}
+		if apierrors.IsConflict(err) { // an empty apply has no field conflicts
+			return Result{}, staleError{err}
 		}
 		if apierrors.IsInvalid(err) {
 			// Without our fields the object would be invalid (a required
@@ -333,16 +387,16 @@ func (a *Applier) relinquish(ctx context.Context, obj, live *unstructured.Unstru
 			// and the caller says so.
 			kept, rerr := a.Release(ctx, ref, manager, ours.Fields)
 			if rerr != nil {
-				return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), rerr)
+				return Result{}, rerr
 			}
 			return Result{Action: ActionConfigured, Kept: kept}, nil
 		}
-		return Result{}, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+		return Result{}, err
 	}
 	res := Result{Action: ActionConfigured, Object: empty}
 	removed, after, err := a.removeLeftovers(ctx, obj, empty, live.GetUID(), manager, alone)
 	if err != nil {
-		return res, fmt.Errorf("relinquish %s: %w", describe(obj), err)
+		return res, err
 	}
 	res.Removed, res.Object = removed, after
 	return res, nil

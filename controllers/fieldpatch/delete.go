@@ -76,12 +76,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 
 // giveBack runs the deletion policy on the target ref (which carries the
 // recorded UID), in as few requests as it can (issue 11): the target is
-// read from the target cache; the hand-back or release patch is guarded by
-// that copy's UID and resourceVersion (a stale copy costs a refused patch
-// and a fresh read); the relinquish starts from the patch's answer, or
-// from a fresh read when nothing was patched (a cached copy may not show
-// our entry yet), and checks its result on the empty apply's answer. One
-// event reports what happened.
+// read from the target cache (a copy without our entry is read again
+// fresh); the hand-back or release patch is guarded by that copy's UID and
+// resourceVersion, and so is the relinquish's empty apply, which starts
+// from the patch's answer, or from that copy when nothing was patched (a
+// stale copy costs a refused write and a fresh read); it checks its
+// result on the empty apply's answer. One event reports what happened.
 func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string) error {
 	st, policy := obj.PatchStatus(), obj.PatchSpec().DeletionPolicy
 	live, err := applier.Get(ctx, ref)
@@ -145,6 +145,11 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 			reason = ReasonHandedBack
 		}
 		step(moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners")
+	}
+	if after == nil {
+		// Nothing was patched: the relinquish starts from the copy read
+		// here (its empty apply is guarded by that copy's resourceVersion).
+		after = live
 	}
 	res, err := applier.RelinquishFrom(ctx, ref, after, manager)
 	if err != nil {

@@ -62,19 +62,20 @@ func TestHandBackPlan(t *testing.T) {
 				".metadata.labels.app": {"helm/Apply"}, ".spec.replicas": {"helm/Apply"},
 				".spec.selector": {"helm/Apply"}, ".spec.template.metadata.labels.app": {"helm/Apply"},
 				`.spec.template.spec.containers[name="app"].image`: {"helm/Apply"},
-				// The item's key was recorded as helm's (co-owned): it goes
-				// back too; the env var keeps the item for fieldops.
-				`.spec.template.spec.containers[name="app"].name`:                    {"helm/Apply"},
+				// The item's key is co-owned with helm (recorded as helm's):
+				// helm never lost it, so nothing moves; the relinquish drops
+				// fieldops's share (and the env var it added).
+				`.spec.template.spec.containers[name="app"].name`:                    {fo + "/Apply", "helm/Apply"},
 				`.spec.template.spec.containers[name="app"].env[name="PROXY"].name`:  {fo + "/Apply"},
 				`.spec.template.spec.containers[name="app"].env[name="PROXY"].value`: {fo + "/Apply"},
 			},
 		},
 		{
-			name:   "a shared field (same value): fieldops's share goes, helm keeps it",
+			name:   "a shared field (same value): nothing moves, the relinquish drops fieldops's share, helm keeps it",
 			before: []op{applyAs("helm", deployment)},
 			patch:  `{spec: {replicas: 1}}`,
 			want: map[string][]string{
-				".metadata.labels.app": {"helm/Apply"}, ".spec.replicas": {"helm/Apply"},
+				".metadata.labels.app": {"helm/Apply"}, ".spec.replicas": {fo + "/Apply", "helm/Apply"},
 				".spec.selector": {"helm/Apply"}, ".spec.template.metadata.labels.app": {"helm/Apply"},
 				`.spec.template.spec.containers[name="app"].image`: {"helm/Apply"}, `.spec.template.spec.containers[name="app"].name`: {"helm/Apply"},
 			},
