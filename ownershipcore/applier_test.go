@@ -317,3 +317,48 @@ func TestRelinquishFromCopy(t *testing.T) {
 		})
 	}
 }
+
+// Issue 11: an env var fieldops added to a container another manager
+// applied goes with one request (the empty apply): the container item is
+// the vendor's too, so nothing is released first, and it stays.
+func TestRelinquishAddedEnvVarInOneRequest(t *testing.T) {
+	ctx := context.Background()
+	a, n := newApplier(t)
+	applyAs(t, a.Client, "vendor", deployment("env-relinquish"))
+	ref := applyAs(t, a.Client, "fp", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: env-relinquish, namespace: default}
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        env: [{name: HTTP_PROXY, value: "http://proxy:3128"}]
+`)
+	copy := get(t, a.Client, ref)
+	w, r := n.writes.Load(), n.reads.Load()
+	if _, err := a.RelinquishFrom(ctx, ref, copy, "fp"); err != nil {
+		t.Fatal(err)
+	}
+	if dw, dr := n.writes.Load()-w, n.reads.Load()-r; dw != 1 || dr != 0 {
+		t.Errorf("%d writes and %d reads, want 1 and 0", dw, dr)
+	}
+	live := get(t, a.Client, ref)
+	c, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if len(c) != 1 || c[0].(map[string]interface{})["image"] == nil {
+		t.Fatalf("containers %v, want the vendor's app container", c)
+	}
+	for _, e := range c[0].(map[string]interface{})["env"].([]interface{}) {
+		if e.(map[string]interface{})["name"] == "HTTP_PROXY" {
+			t.Error("HTTP_PROXY (added by fp) is still there")
+		}
+	}
+	for p, ms := range owners(t, live) {
+		for _, m := range ms {
+			if strings.HasPrefix(m, "fp/") {
+				t.Errorf("fp still owns %s", p)
+			}
+		}
+	}
+}

@@ -20,4 +20,5 @@ var (
 	Glob        = glob
 	NewContests = newContests
 	ReleasePlan = releasePlan
+	Holders     = holders
 )

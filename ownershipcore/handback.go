@@ -405,13 +405,16 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 // holders returns the paths of ours that hold a path of others: list items
 // and maps above another manager's field (removing them would remove that
 // field), with the key fields of such list items. Releasing them before an
-// empty apply keeps every other manager's field.
+// empty apply keeps every other manager's field. A holder another manager
+// owns too is left out: the empty apply cannot remove it (a container
+// item both applied, with our env var in it), so releasing it would cost
+// a request for nothing.
 func holders(others, ours *fieldpath.Set) *fieldpath.Set {
 	out := fieldpath.NewSet()
 	others.Iterate(func(p fieldpath.Path) {
 		for i := 1; i < len(p); i++ {
 			prefix := p[:i]
-			if !ours.Has(prefix) {
+			if !ours.Has(prefix) || others.Has(prefix) {
 				continue
 			}
 			out.Insert(prefix.Copy())

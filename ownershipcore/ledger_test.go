@@ -249,3 +249,44 @@ func TestContestsForgetPrefix(t *testing.T) {
 		t.Error("uid-b's contest was forgotten")
 	}
 }
+
+// holders: what a relinquish releases before its empty apply so that no
+// other manager's field goes with an item or map only fieldops owns.
+func TestHolders(t *testing.T) {
+	item := func(name string, rest ...interface{}) fieldpath.Path {
+		p := []interface{}{"spec", "containers", fieldpath.KeyByFields("name", name)}
+		return fieldpath.MakePathOrDie(append(p, rest...)...)
+	}
+	mk := func(ps ...fieldpath.Path) *fieldpath.Set { return fieldpath.NewSet(ps...) }
+	for _, tc := range []struct {
+		name         string
+		others, ours *fieldpath.Set
+		want         *fieldpath.Set
+	}{
+		{
+			name:   "an item only ours holds another's field: the item and its key are released",
+			others: mk(item("sidecar", "resources")),
+			ours:   mk(item("sidecar"), item("sidecar", "name"), item("sidecar", "image")),
+			want:   mk(item("sidecar"), item("sidecar", "name")),
+		},
+		{
+			name:   "an item both own (our env var in a container both applied): nothing to release",
+			others: mk(item("app"), item("app", "name"), item("app", "image")),
+			ours:   mk(item("app"), item("app", "name"), item("app", "env")),
+			want:   mk(),
+		},
+		{
+			name:   "nothing of another manager under ours",
+			others: mk(item("app", "image")),
+			ours:   mk(item("sidecar"), item("sidecar", "name")),
+			want:   mk(),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ownershipcore.Holders(tc.others, tc.ours)
+			if !got.Equals(tc.want) {
+				t.Errorf("holders %v, want %v", ownershipcore.FormatSet(got), ownershipcore.FormatSet(tc.want))
+			}
+		})
+	}
+}
