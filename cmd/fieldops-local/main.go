@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/fieldops/fieldops/internal/localcp"
@@ -93,6 +94,9 @@ func run() error {
 		}
 		fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
 		fmt.Printf("component logs: %s\n", cp.LogDir())
+		if err := installFinalizerPolicy(ctx, cp.Config); err != nil {
+			return nil, err
+		}
 		created, err := applyUpstream(ctx, cp.Config, root)
 		if err != nil {
 			return nil, err
@@ -144,4 +148,14 @@ func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, b, 0o600)
+}
+
+// installFinalizerPolicy installs config/admission (the finalizers at
+// creation), as config/default does on a cluster.
+func installFinalizerPolicy(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	return localcp.InstallFinalizerPolicy(ctx, c, "default", nil)
 }

@@ -70,19 +70,23 @@ const (
 
 // options are the command's flags.
 type options struct {
-	n            int
-	concurrency  int
-	managerBin   string
-	fluxBin      string
-	logDir       string
-	pprofDir     string
-	pprofSeconds int
-	timeout      time.Duration
+	n           int
+	concurrency int
+	// finalizerPolicy installs config/admission (the finalizers at
+	// creation), as config/default does.
+	finalizerPolicy bool
+	managerBin      string
+	fluxBin         string
+	logDir          string
+	pprofDir        string
+	pprofSeconds    int
+	timeout         time.Duration
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 1000, "Number of Deployments and intents per side.")
+	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "Install config/admission/finalizers.yaml (part of config/default) before the fieldops side: FieldPatches get their finalizer at creation.")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Workers of both managers: fieldops --concurrency and Flux ResourceManager.SetConcurrency (kustomize-controller's --concurrent-ssa default).")
 	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
 	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
@@ -190,10 +194,15 @@ func run(o options) (*result, error) {
 	if res.flux, err = b.runFlux(ctx); err != nil {
 		return nil, fmt.Errorf("flux side: %w", err)
 	}
-	// The fieldops target cache watches every Deployment: drop Flux's so it
-	// caches only its own side's.
+	// The apiserver and etcd of the fieldops side hold no Deployment of
+	// the Flux side.
 	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(fluxNS)); err != nil {
 		return nil, err
+	}
+	if o.finalizerPolicy {
+		if err := localcp.InstallFinalizerPolicy(ctx, c, "default", nil); err != nil {
+			return nil, err
+		}
 	}
 	if res.fieldops, res.handBack, err = b.runFieldops(ctx); err != nil {
 		return nil, fmt.Errorf("fieldops side: %w", err)

@@ -1,0 +1,77 @@
+package fieldpatch_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/internal/localcp"
+)
+
+// Issue 11: with the MutatingAdmissionPolicy config/default ships
+// (config/admission/finalizers.yaml, its binding restricted here to this
+// test's namespace), a FieldPatch has its finalizer from creation and
+// converges with no write of the FieldPatch itself: one apply, one status
+// write, one event. Deleted before any reconcile or after, it is let go.
+func TestFinalizerFromAdmissionPolicy(t *testing.T) {
+	if localcp.HandBackFinalizer != fieldpatch.Finalizer {
+		t.Fatalf("the policy adds %q, the controller's finalizer is %q", localcp.HandBackFinalizer, fieldpatch.Finalizer)
+	}
+	ns := kit.Namespace(t, "finalizer-policy", "fieldops.dev/test", "finalizer-policy")
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"fieldops.dev/test": "finalizer-policy"}}
+	if err := localcp.InstallFinalizerPolicy(context.Background(), k8s, ns, sel); err != nil {
+		t.Fatal(err)
+	}
+	applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {owned: helm}}", ns))
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: cfg}
+  patch: {data: {added: "1"}}
+`)
+	if !slices.Contains(fp.Finalizers, fieldpatch.Finalizer) {
+		t.Fatalf("created with finalizers %v, want %s from the policy", fp.Finalizers, fieldpatch.Finalizer)
+	}
+	fpPath := "/namespaces/" + ns + "/fieldpatches/p"
+	waitReason(t, fp, "Applied")
+	hasEvent(t, ns, "p", "Applied", "ConfigMap")
+	if n := requests.Writes(fpPath); n != 0 {
+		t.Errorf("%d writes of the FieldPatch, want none (the finalizer came with it)", n)
+	}
+	if n := requests.Writes(fpPath + "/status"); n != 1 {
+		t.Errorf("%d status writes, want 1", n)
+	}
+	if n := requests.Writes("/namespaces/" + ns + "/configmaps/cfg"); n != 1 {
+		t.Errorf("%d writes of the target, want 1 apply", n)
+	}
+	deleteAndWait(t, fp)
+	o := owners(t, live(t, obj(t, fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}}", ns))))
+	if fmt.Sprint(o) != "map[.data.owned:[helm/Apply]]" {
+		t.Errorf("owners after deletion %v, want helm's field only", o)
+	}
+
+	// Created and deleted at once: whether a reconcile came between or
+	// not, it goes (nothing recorded: nothing to give back).
+	quick := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: quick, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: cfg}
+  patch: {data: {quick: "1"}}
+`)
+	deleteAndWait(t, quick)
+	after := live(t, obj(t, fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}}", ns)))
+	if o := owners(t, after); fmt.Sprint(o) != "map[.data.owned:[helm/Apply]]" {
+		t.Errorf("owners after the quick deletion %v, want helm's field only", o)
+	}
+	if _, ok := after.Object["data"].(map[string]interface{})["quick"]; ok {
+		t.Error("data.quick is left after its FieldPatch was deleted")
+	}
+}
