@@ -34,6 +34,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,7 +225,9 @@ func (c *Cache) Acquire(ref Ref, t Target, liveReads bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.entries[t]; e != nil {
-		e.refs[ref] = struct{}{}
+		if !slices.Contains(e.refs, ref) {
+			e.refs = append(e.refs, ref)
+		}
 		if liveReads {
 			e.readLive()
 		}
@@ -253,7 +256,7 @@ func (c *Cache) Acquire(ref Ref, t Target, liveReads bool) error {
 // or else gets a watch of its own.
 func (c *Cache) add(t Target, gvr schema.GroupVersionResource, ref Ref, liveReads bool) {
 	sc := scope{gvr: gvr, gvk: t.GVK, namespace: t.Namespace}
-	e := &entry{cache: c, target: t, scope: sc, refs: map[Ref]struct{}{ref: {}}, settled: make(chan struct{}), missed: liveReads}
+	e := &entry{cache: c, target: t, scope: sc, refs: []Ref{ref}, settled: make(chan struct{}), missed: liveReads}
 	c.entries[t] = e
 	c.counts[sc]++
 	g := c.groups[sc]
@@ -281,7 +284,7 @@ func (c *Cache) Release(ref Ref, t Target) {
 	if e == nil {
 		return
 	}
-	delete(e.refs, ref)
+	e.refs = slices.DeleteFunc(e.refs, func(r Ref) bool { return r == ref })
 	if len(e.refs) > 0 {
 		return
 	}
@@ -413,7 +416,7 @@ func (c *Cache) notify(t Target, rv string, when func(*entry) bool) {
 	var sinks []Sink
 	if e != nil && (when == nil || when(e)) {
 		seen := map[Sink]bool{}
-		for ref := range e.refs {
+		for _, ref := range e.refs {
 			if !seen[ref.Sink] {
 				seen[ref.Sink] = true
 				sinks = append(sinks, ref.Sink)
@@ -433,7 +436,9 @@ type entry struct {
 	cache  *Cache
 	target Target
 	scope  scope
-	refs   map[Ref]struct{} // guarded by cache.mu
+	// refs are the references on it, each once (guarded by cache.mu): a
+	// slice, since one or two is the rule (a map costs about 1 KiB).
+	refs []Ref
 	// cancel stops the entry's own watch (nil when it has none).
 	cancel context.CancelFunc
 

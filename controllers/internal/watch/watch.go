@@ -59,9 +59,9 @@ type Watches struct {
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
-	// refs are each referrer's targets; true when Ensured since the
-	// referrer's last Sweep.
-	refs map[types.NamespacedName]map[targetcache.Target]bool
+	// refs are each referrer's targets, with whether each was Ensured
+	// since the referrer's last Sweep.
+	refs map[types.NamespacedName]heldTargets
 	// wrote are, per target, the resourceVersions referrers' own writes
 	// left it at (see Wrote).
 	wrote map[targetcache.Target]map[types.NamespacedName]string
@@ -75,7 +75,7 @@ func New(mgr manager.Manager, c controller.Controller, list client.ObjectList, i
 	if err != nil {
 		return nil, err
 	}
-	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]map[targetcache.Target]bool{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}}
+	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]heldTargets{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}}
 	if err := c.Watch(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		w.mu.Lock()
 		w.queue = q
@@ -105,17 +105,38 @@ func (w *Watches) Ensure(referrer client.Object, account tenant.Account, target 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	held := w.refs[key]
-	if _, ok := held[t]; !ok {
+	i := held.index(t)
+	if i < 0 {
 		if err := w.targets.Acquire(w.ref(key), t, !account.IsManager()); err != nil {
 			return err
 		}
-		if held == nil {
-			held = map[targetcache.Target]bool{}
-			w.refs[key] = held
+		held = append(held, heldTarget{t: t})
+		i = len(held) - 1
+	}
+	held[i].kept = true
+	w.refs[key] = held
+	return nil
+}
+
+// heldTarget is one target of a referrer; kept when Ensured since the
+// referrer's last Sweep.
+type heldTarget struct {
+	t    targetcache.Target
+	kept bool
+}
+
+// heldTargets are a referrer's targets: a slice, since one (a FieldPatch) or
+// a few (a ManagedWorkload's objects) is the rule, and a map per referrer
+// costs about 1 KiB (issue 11).
+type heldTargets []heldTarget
+
+func (ts heldTargets) index(t targetcache.Target) int {
+	for i := range ts {
+		if ts[i].t == t {
+			return i
 		}
 	}
-	held[t] = true
-	return nil
+	return -1
 }
 
 // Sweep lets go of every target of referrer not Ensured since its last
@@ -127,19 +148,20 @@ func (w *Watches) Sweep(referrer client.Object) {
 	key := client.ObjectKeyFromObject(referrer)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	held := w.refs[key]
-	for t, kept := range held {
-		if kept {
-			held[t] = false
+	var kept heldTargets
+	for _, h := range w.refs[key] {
+		if h.kept {
+			kept = append(kept, heldTarget{t: h.t})
 			continue
 		}
-		w.targets.Release(w.ref(key), t)
-		delete(held, t)
-		delete(w.wrote[t], key)
+		w.targets.Release(w.ref(key), h.t)
+		delete(w.wrote[h.t], key)
 	}
-	if len(held) == 0 {
+	if len(kept) == 0 {
 		delete(w.refs, key)
+		return
 	}
+	w.refs[key] = kept
 }
 
 // Track makes referrer, acting as account, refer to exactly targets:
@@ -167,9 +189,9 @@ func (w *Watches) Release(referrer types.NamespacedName) {
 }
 
 func (w *Watches) release(referrer types.NamespacedName) {
-	for t := range w.refs[referrer] {
-		w.targets.Release(w.ref(referrer), t)
-		delete(w.wrote[t], referrer)
+	for _, h := range w.refs[referrer] {
+		w.targets.Release(w.ref(referrer), h.t)
+		delete(w.wrote[h.t], referrer)
 	}
 	delete(w.refs, referrer)
 }
@@ -188,7 +210,7 @@ func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructure
 	t := targetcache.TargetOf(target)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.refs[client.ObjectKeyFromObject(referrer)][t]; !ok {
+	if w.refs[client.ObjectKeyFromObject(referrer)].index(t) < 0 {
 		return // not watched: no event to expect
 	}
 	if w.wrote[t] == nil {
