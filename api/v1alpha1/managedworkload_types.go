@@ -143,7 +143,9 @@ type InventoryEntry struct {
 	UID types.UID `json:"uid,omitempty"`
 	// Action is what the last reconcile did: Created, Configured,
 	// Unchanged, Conflicted, Migrated (legacy ownership moved to the
-	// workload's Apply entry; applied next), or Failed.
+	// workload's Apply entry; applied next), or Failed. A reconcile that
+	// finds nothing to change leaves Created or Configured as they are
+	// (what the last write did), so it writes no status.
 	// +optional
 	Action string `json:"action,omitempty"`
 	// OwnedFields is the number of leaf fields the workload's field manager

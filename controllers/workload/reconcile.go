@@ -57,8 +57,11 @@ type pass struct {
 	// inventory are the entries of the objects applied so far.
 	inventory []v1alpha1.InventoryEntry
 
-	pluginFailed        string
-	requeue             time.Duration
+	pluginFailed string
+	requeue      time.Duration
+	// migrated: an object's legacy ownership moved to our Apply entry;
+	// it is applied on the requeue.
+	migrated            bool
 	notConverged        []string
 	created, configured int
 }
@@ -284,6 +287,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
 			e.UID, e.Action = live.GetUID(), ActionMigrated
 			e.OwnedFields = prev.OwnedFields
+			p.migrated = true
 			p.after(migratedRecheck) // apply once the cache has the new managed fields
 			return nil
 		}
@@ -334,6 +338,11 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 		return classify(name, err)
 	}
 	e.Action = string(res.Action)
+	if res.Action == ownershipcore.ActionUnchanged && hadPrev && prev.UID == e.UID && (prev.Action == string(ownershipcore.ActionCreated) || prev.Action == string(ownershipcore.ActionConfigured)) {
+		// What the last write did stays until the next one: an apply that
+		// changes nothing writes no status either (issue 11).
+		e.Action = prev.Action
+	}
 	setHealth(e, res.Object)
 	if res.Action == ownershipcore.ActionCreated || res.Action == ownershipcore.ActionConfigured {
 		r.watches.Wrote(p.mw, res.Object) // its watch event is our own write
@@ -519,7 +528,9 @@ func (r *Reconciler) report(p *pass) {
 			stalled = false
 		}
 	}
-	if p.created+p.configured > 0 {
+	if p.created+p.configured > 0 && !p.judged {
+		// A new generation applied; repairs of one already judged have
+		// their own events (DriftRepaired, Created).
 		r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created, %d configured", st.Applied, st.Mode, p.created, p.configured)
 	}
 	switch {
@@ -535,7 +546,8 @@ func (r *Reconciler) report(p *pass) {
 	case len(p.notConverged) > 0:
 		conditions.SetWaiting(&st.Conditions, gen, ReasonNotConverged, fmt.Sprintf(
 			"the legacy JSON patch did not hold on %s: another actor changes these fields back on every write (a mutating webhook?); the ServerSideApply gate leaves them to it", strings.Join(p.notConverged, "; ")))
-	case p.requeue != 0:
+	case p.migrated:
+		// Not any requeue: a contest's recheck of a repair keeps Ready.
 		conditions.SetWaiting(&st.Conditions, gen, ReasonMigrated, "field ownership migrated to Server-Side Apply; applying next")
 	default:
 		set, left := reportHealth(p.mw, time.Now())
