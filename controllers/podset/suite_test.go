@@ -20,8 +20,9 @@ import (
 )
 
 var (
-	k8s client.Client
-	kit testkit.Kit
+	k8s      client.Client
+	kit      testkit.Kit
+	requests = &testkit.WriteCounter{} // the manager's requests
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +34,7 @@ func run(m *testing.M) int {
 	// nodes, and kwok reports them Running and Ready as a kubelet would;
 	// kube-controller-manager's garbage collector removes what a deleted
 	// PodSet owned.
-	return testkit.RunSuite(m, testkit.SuiteOptions{ControlPlane: localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 2}}}, func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit })
+	return testkit.RunSuite(m, testkit.SuiteOptions{ControlPlane: localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 2}}, Writes: requests}, func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit })
 }
 
 // newPodSet creates a PodSet of replicas pods labelled app=<name> plus
