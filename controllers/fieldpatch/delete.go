@@ -38,8 +38,8 @@ import (
 // by the target's UID and resourceVersion and is idempotent, so an
 // interrupted deletion finishes on retry without handing anything back
 // twice; Relinquish checks its own result. A patch that never wrote (no
-// target UID recorded: the record precedes the first write) or whose
-// target is gone or invalid is let go at once.
+// target UID recorded, and no entry of its field manager on the target)
+// or whose target is gone or invalid is let go at once.
 func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
@@ -49,17 +49,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	if manager == "" {
 		manager = r.managerName(obj)
 	}
-	if ref, err := r.resolveTarget(obj); err == nil && st.TargetUID != "" {
-		ref.SetUID(types.UID(st.TargetUID))
-		applier, account, err := r.applierFor(obj)
-		if err != nil {
-			return r.deleteFailed(obj, err)
-		}
-		if err := r.giveBack(ctx, applier, obj, ref, manager); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
-			// Forbidden included: the finalizer stays until the account
-			// may give the fields back; never a partial hand-back.
-			return r.deleteFailed(obj, tenant.Explain(account, err))
-		}
+	if err := r.giveBackOnDelete(ctx, obj, manager); err != nil {
+		// Forbidden included: the finalizer stays until the account may
+		// give the fields back; never a partial hand-back.
+		return r.deleteFailed(obj, err)
 	}
 	r.contests.Forget(contestKey(obj, obj.PatchStatus().TargetUID))
 	before := obj.DeepCopyObject().(client.Object)
@@ -72,6 +65,56 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	// cache instead of giving back and removing the finalizer again.
 	r.writes().WrittenAt(obj, before.GetResourceVersion(), obj.GetResourceVersion())
 	return ctrl.Result{}, nil
+}
+
+// giveBackOnDelete gives the target back if the patch wrote to it (see
+// writtenTo); a target that is gone or invalid is let go.
+func (r *Reconciler) giveBackOnDelete(ctx context.Context, obj v1alpha1.Patcher, manager string) error {
+	ref, err := r.resolveTarget(obj)
+	if err != nil {
+		return nil
+	}
+	applier, account, err := r.applierFor(obj)
+	if err != nil {
+		return err
+	}
+	uid, err := r.writtenTo(ctx, applier, obj.PatchStatus(), ref, manager)
+	if err != nil || uid == "" {
+		return tenant.Explain(account, err)
+	}
+	ref.SetUID(uid)
+	if err := r.giveBack(ctx, applier, obj, ref, manager); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
+		return tenant.Explain(account, err)
+	}
+	return nil
+}
+
+// writtenTo is the UID of the target the patch wrote to: the recorded one,
+// or, with no record, the target's when it holds an Apply entry of
+// manager (read from the cache, then fresh): the status write that
+// records the target after a first apply can be lost (a crash between the
+// two writes, or a deletion racing it), and the fields must not be left
+// behind with an entry no one will ever remove. "" when the patch never
+// wrote.
+func (r *Reconciler) writtenTo(ctx context.Context, applier *ownershipcore.Applier, st *v1alpha1.FieldPatchStatus, ref *unstructured.Unstructured, manager string) (types.UID, error) {
+	if st.TargetUID != "" {
+		return types.UID(st.TargetUID), nil
+	}
+	for _, get := range []func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error){applier.Get, applier.GetFresh} {
+		live, err := get(ctx, ref)
+		if apierrors.IsForbidden(err) {
+			// An account that may not read its target never applied to
+			// it (every apply reads the target first): nothing to give.
+			return "", nil
+		}
+		if err != nil || live == nil {
+			return "", client.IgnoreNotFound(err)
+		}
+		if ownershipcore.HasManager(live, manager) {
+			return live.GetUID(), nil
+		}
+	}
+	return "", nil
 }
 
 // giveBack runs the deletion policy on the target ref (which carries the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
 	"github.com/fieldops/fieldops/internal/localcp"
@@ -27,6 +28,8 @@ func TestFinalizerFromAdmissionPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {owned: helm}}", ns))
+	fpPath, target := "/namespaces/"+ns+"/fieldpatches/p", "/namespaces/"+ns+"/configmaps/cfg"
+	writes, statusWrites, targetWrites := requests.Writes(fpPath), requests.Writes(fpPath+"/status"), requests.Writes(target)
 	fp := fieldPatch(t, `
 apiVersion: fieldops.dev/v1alpha1
 kind: FieldPatch
@@ -38,16 +41,15 @@ spec:
 	if !slices.Contains(fp.Finalizers, fieldpatch.Finalizer) {
 		t.Fatalf("created with finalizers %v, want %s from the policy", fp.Finalizers, fieldpatch.Finalizer)
 	}
-	fpPath := "/namespaces/" + ns + "/fieldpatches/p"
 	waitReason(t, fp, "Applied")
 	hasEvent(t, ns, "p", "Applied", "ConfigMap")
-	if n := requests.Writes(fpPath); n != 0 {
+	if n := requests.Writes(fpPath) - writes; n != 0 {
 		t.Errorf("%d writes of the FieldPatch, want none (the finalizer came with it)", n)
 	}
-	if n := requests.Writes(fpPath + "/status"); n != 1 {
+	if n := requests.Writes(fpPath+"/status") - statusWrites; n != 1 {
 		t.Errorf("%d status writes, want 1", n)
 	}
-	if n := requests.Writes("/namespaces/" + ns + "/configmaps/cfg"); n != 1 {
+	if n := requests.Writes(target) - targetWrites; n != 1 {
 		t.Errorf("%d writes of the target, want 1 apply", n)
 	}
 	deleteAndWait(t, fp)
@@ -73,5 +75,48 @@ spec:
 	}
 	if _, ok := after.Object["data"].(map[string]interface{})["quick"]; ok {
 		t.Error("data.quick is left after its FieldPatch was deleted")
+	}
+}
+
+// The status write that records the target after a first apply can be
+// lost (a crash between the two writes, or a deletion racing it): a
+// FieldPatch deleted without a record of its target still gives back
+// what its field manager holds there. The lost record is simulated on a
+// suspended FieldPatch (no reconcile records it again).
+func TestDeletionWithoutRecordGivesBack(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "lost-record")
+	applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {owned: helm}}", ns))
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: cfg}
+  patch: {data: {added: "1"}}
+`)
+	waitReason(t, fp, "Applied")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kit.Get(t, fp)
+		fp.Spec.Suspend = true
+		return k8s.Update(context.Background(), fp)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, fp, fieldpatch.ReasonSuspended)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kit.Get(t, fp)
+		fp.Status.TargetUID, fp.Status.RecordedFields, fp.Status.PreviousOwners = "", nil, nil
+		return k8s.Status().Update(context.Background(), fp)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deleteAndWait(t, fp)
+	after := live(t, obj(t, fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}}", ns)))
+	if o := owners(t, after); fmt.Sprint(o) != "map[.data.owned:[helm/Apply]]" {
+		t.Errorf("owners after deletion %v, want helm's field only", o)
+	}
+	if _, ok := after.Object["data"].(map[string]interface{})["added"]; ok {
+		t.Error("data.added is left after its FieldPatch was deleted")
 	}
 }

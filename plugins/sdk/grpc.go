@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -84,7 +85,7 @@ func (s *conflictServer) Resolve(ctx context.Context, req *pluginv1.ResolveReque
 	}
 	answers, err := s.impl.Resolve(ctx, obj, req.GetFieldManager(), conflicts)
 	if err != nil {
-		return nil, err
+		return nil, callError(ctx, err)
 	}
 	out := &pluginv1.ResolveResponse{}
 	for _, a := range answers {
@@ -167,7 +168,7 @@ func (s *pathsServer) Paths(ctx context.Context, req *pluginv1.PathsRequest) (*p
 	}
 	set, err := s.impl.Paths(ctx, obj)
 	if err != nil {
-		return nil, err
+		return nil, callError(ctx, err)
 	}
 	out := &pluginv1.PathsResponse{}
 	if set != nil {
@@ -205,4 +206,16 @@ func ValidatePaths(paths []string) (*fieldpath.Set, error) {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedAnswer, err)
 	}
 	return set, nil
+}
+
+// callError is what a plugin's failed call returns to the host: the
+// deadline or cancellation, when the call's context (the host's deadline,
+// propagated by gRPC) is done, whatever the plugin said; else its error.
+// The host names a call past its deadline a timeout, even when the
+// plugin's answer arrives a moment before the host's own timer fires.
+func callError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return err
 }

@@ -90,4 +90,23 @@ func TestWrites(t *testing.T) {
 	if w.Behind(obj("4")) {
 		t.Error("a forgotten object is behind")
 	}
+	// Read at 10, deleted by a user at 11, our status write at 12: the
+	// copy at 11 predates our write although we never wrote over it.
+	w.Wrote(obj("12"), "10")
+	if !w.Behind(obj("11")) {
+		t.Error("a copy another writer made before our write is not behind")
+	}
+	if w.Behind(obj("13")) {
+		t.Error("a copy newer than our write is behind")
+	}
+	// Versions that are no integers: only the exact versions we wrote
+	// over are behind.
+	w.Wrote(obj("b"), "a")
+	if !w.Behind(obj("a")) {
+		t.Error("the version we wrote over is not behind")
+	}
+	w.Wrote(obj("d"), "c")
+	if w.Behind(obj("x")) {
+		t.Error("an unknown version is behind")
+	}
 }

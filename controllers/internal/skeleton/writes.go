@@ -3,6 +3,7 @@ package skeleton
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -56,10 +57,26 @@ func (w *Writes) WrittenAt(obj client.Object, before, after string) {
 
 // Behind reports whether the cached obj predates one of our own writes of
 // it; once the cache has caught up, the record is dropped.
+//
+// A copy older than our last write is behind, whoever wrote it: resource
+// versions are compared as the apiserver orders them
+// (resourceversion.CompareResourceVersion, KEP-5504). A version another
+// writer made between our read and our write (a deletion during a
+// reconcile) predates our write too: deciding on it would miss what we
+// wrote (a FieldPatch's record of its target, so the deletion would let
+// go without giving anything back). Versions that are not comparable
+// integers fall back to the exact versions our writes replaced.
 func (w *Writes) Behind(obj client.Object) bool {
 	key := client.ObjectKeyFromObject(obj)
 	v, ok := w.m.Load(key)
 	if !ok {
+		return false
+	}
+	if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), v.(ownWrites).latest); err == nil {
+		if c < 0 {
+			return true
+		}
+		w.m.Delete(key)
 		return false
 	}
 	for _, rv := range v.(ownWrites).stale {
