@@ -55,6 +55,11 @@ type ApplyOptions struct {
 	// once per reconcile, not twice. Nil: Apply reads it through Reader.
 	// A caller that wrote to the object since must leave it nil.
 	Live *unstructured.Unstructured
+	// Absent says that the caller's read in the same decision found no
+	// object (Live is nil): Apply does not read it again, and creates it
+	// (an apply that meets an object after all updates it, as SSA does,
+	// and reports Created). Ignored when Live is set.
+	Absent bool
 }
 
 // ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
@@ -155,7 +160,7 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		return Result{}, err
 	}
 	live := opts.Live
-	if live == nil {
+	if live == nil && !opts.Absent {
 		if live, err = a.live(ctx, intent); err != nil {
 			return Result{}, err
 		}

@@ -46,6 +46,9 @@ type Reconciler struct {
 	// validated holds "<uid>/<revision>" of templates the apiserver
 	// accepted in a dry run.
 	validated sync.Map
+	// podWrites are our own in-place applies of pods, until the cache
+	// has seen them.
+	podWrites skeleton.Writes
 	once      sync.Once
 	skel      *skeleton.Reconciler[*v1alpha1.PodSet, *pass]
 }
@@ -64,7 +67,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile is the shared skeleton (controllers/internal/skeleton): get →
 // status written once, in the defer → the phases: validate → revision →
-// list pods → scale down → create missing pods → update pods in place or
+// list pods → dry run of a new revision (unless no pod needs a write) →
+// scale down → create missing pods → update pods in place or
 // recreate them → report. There is no finalizer: pods carry an
 // ownerReference, so deleting the PodSet lets the garbage collector
 // delete them.
@@ -86,6 +90,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.PodSet, *pass] {
 				{Name: "validate", Run: r.phaseValidate},
 				{Name: "revision", Run: r.phaseRevision},
 				{Name: "list pods", Run: r.phaseListPods},
+				{Name: "dry run", Run: r.phaseDryRun},
 				{Name: "scale down", Run: r.phaseScaleDown},
 				{Name: "create pods", Run: r.phaseCreate},
 				{Name: "update pods", Run: r.phaseUpdate},
@@ -165,15 +170,38 @@ func ready(p *corev1.Pod) bool {
 	return false
 }
 
-// apply applies a desired pod with SSA under manager.
-func (r *Reconciler) apply(ctx context.Context, pod *corev1.Pod, manager string) (ownershipcore.Result, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+// apply applies a desired pod with SSA under manager. live is the pod as
+// this reconcile read it (nil: absent) from the manager's cache of pods,
+// the read PodDiff decided on: Apply decides "unchanged" on that same
+// copy rather than on a second read of the pod as an unstructured object
+// (a second informer, which may lag behind the one whose event queued
+// this reconcile: a drift seen there was then judged unchanged, and never
+// repaired; issue 11).
+func (r *Reconciler) apply(ctx context.Context, pod, live *corev1.Pod, manager string) (ownershipcore.Result, error) {
+	want, err := toUnstructured(pod)
 	if err != nil {
 		return ownershipcore.Result{}, err
 	}
-	return r.Applier.Apply(ctx, &unstructured.Unstructured{Object: m}, ownershipcore.ApplyOptions{
-		FieldManager: manager, Conflicts: ownershipcore.Static(ownershipcore.DecisionForce),
-	})
+	opts := ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: ownershipcore.Static(ownershipcore.DecisionForce), Absent: live == nil}
+	if live != nil {
+		if opts.Live, err = toUnstructured(live); err != nil {
+			return ownershipcore.Result{}, err
+		}
+	}
+	return r.Applier.Apply(ctx, want, opts)
+}
+
+// toUnstructured converts a pod, naming its apiVersion and kind (a pod
+// read from the cache has neither).
+func toUnstructured(pod *corev1.Pod) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("v1")
+	u.SetKind("Pod")
+	return u, nil
 }
 
 func (r *Reconciler) isValidated(key string) bool {

@@ -35,6 +35,10 @@ type pass struct {
 	// updated pods are at the revision with the template's metadata;
 	// waiting ones wait for maxUnavailable to be recreated.
 	updated, waiting int
+	// created and inPlace are the pods this reconcile created and updated
+	// in place: one event for each kind of write, naming them (not one
+	// per pod: issue 11), sent when the reconcile ends (flush).
+	created, inPlace []*corev1.Pod
 }
 
 // phaseValidate checks the spec (validate): an invalid one is Stalled
@@ -55,24 +59,33 @@ func (r *Reconciler) phaseValidate(_ context.Context, p *pass) (skeleton.Step, e
 	return skeleton.Next(), nil
 }
 
-// phaseRevision sets the revision of the template and checks each new
-// revision with a server-side dry run before any write: a template the
-// apiserver rejects must not cost a running pod.
-func (r *Reconciler) phaseRevision(ctx context.Context, p *pass) (skeleton.Step, error) {
+// phaseRevision sets the revision of the template.
+func (r *Reconciler) phaseRevision(_ context.Context, p *pass) (skeleton.Step, error) {
 	st := &p.ps.Status
 	p.revision = Revision(&p.ps.Spec.Template.Spec)
 	st.Selector, st.UpdateRevision = p.sel.String(), p.revision
 	if st.CurrentRevision == "" {
 		st.CurrentRevision = p.revision
 	}
+	return skeleton.Next(), nil
+}
+
+// phaseDryRun checks each new revision with a server-side dry run before
+// any write: a template the apiserver rejects must not cost a running
+// pod.
+func (r *Reconciler) phaseDryRun(ctx context.Context, p *pass) (skeleton.Step, error) {
 	key := string(p.ps.UID) + "/" + p.revision
-	if r.isValidated(key) {
+	if r.isValidated(key) || converged(p) {
+		// A converged PodSet writes no pod: the dry run guards writes, and
+		// is not worth a request per PodSet after a restart of the manager
+		// (issue 11). Not marked validated: the next write still waits
+		// for it.
 		return skeleton.Next(), nil
 	}
 	probe := desiredPod(p.ps, 0, p.revision)
 	probe.Name, probe.GenerateName = "", p.ps.Name+"-dry-run-"
 	if err := r.Client.Create(ctx, probe, client.DryRunAll); err != nil {
-		return r.podFailed(p.ps, "template", err)
+		return r.podFailed(p, "template", err)
 	}
 	r.validated.Store(key, true)
 	return skeleton.Next(), nil
@@ -108,8 +121,9 @@ func (r *Reconciler) phaseScaleDown(ctx context.Context, p *pass) (skeleton.Step
 			continue
 		}
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return r.podFailed(p.ps, pod.Name, err)
+			return r.podFailed(p, pod.Name, err)
 		}
+		r.podWrites.Forget(client.ObjectKeyFromObject(pod))
 		r.event(p.ps, pod, corev1.EventTypeNormal, ReasonScaledDown, "deleted pod %s (replicas %d)", pod.Name, p.replicas)
 	}
 	return skeleton.Next(), nil
@@ -122,10 +136,10 @@ func (r *Reconciler) phaseCreate(ctx context.Context, p *pass) (skeleton.Step, e
 			continue
 		}
 		want := desiredPod(p.ps, i, p.revision)
-		if _, err := r.apply(ctx, want, p.manager); err != nil {
-			return r.podFailed(p.ps, want.Name, err)
+		if _, err := r.apply(ctx, want, nil, p.manager); err != nil {
+			return r.podFailed(p, want.Name, err)
 		}
-		r.event(p.ps, want, corev1.EventTypeNormal, ReasonCreated, "created pod %s at revision %s", want.Name, p.revision)
+		p.created = append(p.created, want)
 	}
 	return skeleton.Next(), nil
 }
@@ -149,13 +163,13 @@ func (r *Reconciler) phaseUpdate(ctx context.Context, p *pass) (skeleton.Step, e
 		want := desiredPod(p.ps, i, p.revision)
 		d, err := PodDiff(pod, want, p.manager)
 		if err != nil {
-			return r.podFailed(p.ps, pod.Name, err)
+			return r.podFailed(p, pod.Name, err)
 		}
 		if d == MetadataOnly && !inPlace {
 			d = RequiresRestart
 		}
 		if err := r.updatePod(ctx, p, pod, want, d, &unavailable); err != nil {
-			return r.podFailed(p.ps, pod.Name, err)
+			return r.podFailed(p, pod.Name, err)
 		}
 	}
 	return skeleton.Next(), nil
@@ -168,14 +182,24 @@ func (r *Reconciler) updatePod(ctx context.Context, p *pass, pod, want *corev1.P
 	case None:
 		p.updated++
 	case MetadataOnly:
-		res, err := r.apply(ctx, want, p.manager)
+		if r.podWrites.Behind(pod) {
+			// The cache has not seen our own apply of this pod yet: it
+			// is at the template, and its watch event queues another
+			// reconcile; applying again would be a request for nothing.
+			p.updated++
+			return nil
+		}
+		res, err := r.apply(ctx, want, pod, p.manager)
 		if err != nil {
 			return err
 		}
 		p.updated++
 		if res.Action != ownershipcore.ActionUnchanged { // a stale cache may ask twice
 			metrics.PodUpdatesTotal.WithLabelValues(metrics.ModeInPlace).Inc()
-			r.event(p.ps, pod, corev1.EventTypeNormal, ReasonUpdatedInPlace, "applied the template's labels and annotations to pod %s in place", pod.Name)
+			p.inPlace = append(p.inPlace, pod)
+			if res.Object != nil {
+				r.podWrites.WrittenAt(pod, pod.ResourceVersion, res.Object.GetResourceVersion())
+			}
 		}
 	case RequiresRestart:
 		wasReady := ready(pod)
@@ -186,6 +210,7 @@ func (r *Reconciler) updatePod(ctx context.Context, p *pass, pod, want *corev1.P
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		r.podWrites.Forget(client.ObjectKeyFromObject(pod))
 		if wasReady {
 			*unavailable++
 		}
@@ -202,6 +227,7 @@ func (r *Reconciler) updatePod(ctx context.Context, p *pass, pod, want *corev1.P
 // phaseReport counts the pods and sets the conditions: Ready when every
 // pod is ready at the revision, else Progressing.
 func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, error) {
+	r.flush(p)
 	st, gen, replicas := &p.ps.Status, p.ps.Generation, p.replicas
 	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas = 0, 0, int32(p.updated)
 	for i := 0; i < replicas; i++ {
@@ -230,7 +256,9 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 // podFailed reports a failed pod write: PodRejected (Stalled, a terminal
 // error until the spec changes) when the apiserver refused the pod,
 // otherwise PodFailed and a retry with backoff.
-func (r *Reconciler) podFailed(ps *v1alpha1.PodSet, name string, err error) (skeleton.Step, error) {
+func (r *Reconciler) podFailed(p *pass, name string, err error) (skeleton.Step, error) {
+	r.flush(p) // what was written before the failure
+	ps := p.ps
 	st, gen := &ps.Status, ps.Generation
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
 		msg := fmt.Sprintf("the apiserver rejected the pod (%s): %v", name, err)
@@ -244,4 +272,61 @@ func (r *Reconciler) podFailed(ps *v1alpha1.PodSet, name string, err error) (ske
 	r.event(ps, nil, corev1.EventTypeWarning, ReasonPodFailed, "%s", msg)
 	conditions.SetWaiting(&st.Conditions, gen, ReasonPodFailed, msg)
 	return skeleton.Stop(ctrl.Result{}), errors.New(strings.TrimSpace(msg))
+}
+
+// flush sends the events of the pods this reconcile created and updated
+// in place: one per kind of write, naming every pod (related: the pod,
+// when there is one).
+func (r *Reconciler) flush(p *pass) {
+	if len(p.created) > 0 {
+		r.event(p.ps, only(p.created), corev1.EventTypeNormal, ReasonCreated, "created %s at revision %s", podNames(p.created), p.revision)
+	}
+	if len(p.inPlace) > 0 {
+		r.event(p.ps, only(p.inPlace), corev1.EventTypeNormal, ReasonUpdatedInPlace, "applied the template's labels and annotations to %s in place", podNames(p.inPlace))
+	}
+	p.created, p.inPlace = nil, nil
+}
+
+// only is the pod of a list of one, else nil.
+func only(pods []*corev1.Pod) *corev1.Pod {
+	if len(pods) == 1 {
+		return pods[0]
+	}
+	return nil
+}
+
+// podNames is "pod a" or "pods a, b, c", in ordinal order.
+func podNames(pods []*corev1.Pod) string {
+	names := make([]string, len(pods))
+	for i, pod := range pods {
+		names[i] = pod.Name
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if len(names[i]) != len(names[j]) {
+			return len(names[i]) < len(names[j]) // web-2 before web-10
+		}
+		return names[i] < names[j]
+	})
+	if len(names) == 1 {
+		return "pod " + names[0]
+	}
+	return "pods " + strings.Join(names, ", ")
+}
+
+// converged reports whether the pods need no write: exactly the ordinals
+// below replicas, each at the revision with the template's metadata.
+func converged(p *pass) bool {
+	if len(p.strays) > 0 || len(p.pods) != p.replicas {
+		return false
+	}
+	for i := 0; i < p.replicas; i++ {
+		pod := p.pods[i]
+		if pod == nil || !pod.DeletionTimestamp.IsZero() {
+			return false
+		}
+		if d, err := PodDiff(pod, desiredPod(p.ps, i, p.revision), p.manager); err != nil || d != None {
+			return false
+		}
+	}
+	return true
 }

@@ -64,6 +64,9 @@ type pass struct {
 	migrated            bool
 	notConverged        []string
 	created, configured int
+	// createdNames are the objects a new generation created, for its
+	// Applied event.
+	createdNames []string
 }
 
 func (p *pass) after(d time.Duration) {
@@ -320,7 +323,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	res, err := p.applier.Apply(ctx, o.Intent, ownershipcore.ApplyOptions{
 		FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
-		Live: live, // the read the drift check decided on; nothing wrote since
+		Live: live, Absent: live == nil, // the read the drift check decided on; nothing wrote since
 	})
 	err = tenant.Explain(p.account, err)
 	for _, c := range res.Forced {
@@ -357,8 +360,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	switch res.Action {
 	case ownershipcore.ActionCreated:
-		p.created++
-		r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+		r.createdObject(p, o, name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
 		// Drift (seen before the apply, only when the spec did not change
@@ -380,6 +382,19 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	}
 	log.FromContext(ctx).V(1).Info("applied", "object", name, "action", res.Action, "forced", len(res.Forced))
 	return nil
+}
+
+// createdObject counts a created object. The objects a new generation
+// creates are named by its Applied event (one event, not one per object:
+// issue 11); an object created again for a generation already judged
+// (deleted by someone else) has its own Created event.
+func (r *Reconciler) createdObject(p *pass, o *object, name string) {
+	p.created++
+	if !p.judged {
+		p.createdNames = append(p.createdNames, name)
+		return
+	}
+	r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
 }
 
 // adoptsClientSideApply is spec.adoptClientSideApply (default true).
@@ -441,8 +456,7 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 	setHealth(e, obj)
 	switch action {
 	case ownershipcore.ActionCreated:
-		p.created++
-		r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonCreated, "created %s", name)
+		r.createdObject(p, o, name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
 		if applied && p.judged {
@@ -529,9 +543,14 @@ func (r *Reconciler) report(p *pass) {
 		}
 	}
 	if p.created+p.configured > 0 && !p.judged {
-		// A new generation applied; repairs of one already judged have
-		// their own events (DriftRepaired, Created).
-		r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created, %d configured", st.Applied, st.Mode, p.created, p.configured)
+		// A new generation applied, the objects it created named; repairs
+		// of one already judged have their own events (DriftRepaired,
+		// Created).
+		created := ""
+		if len(p.createdNames) > 0 {
+			created = " (" + strings.Join(p.createdNames, ", ") + ")"
+		}
+		r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created%s, %d configured", st.Applied, st.Mode, p.created, created, p.configured)
 	}
 	switch {
 	case st.Failed > 0 && contested == st.Failed:

@@ -265,3 +265,22 @@ func (k Kit) Reconciled(t testing.TB, controller string, obj client.Object) Reco
 	})
 	return s
 }
+
+// ReconciledAfter runs change (a write of someone else that queues a
+// reconcile of obj: a change of an object obj manages, say) and waits
+// until a reconcile of obj by controller that started after it has
+// finished. It returns the object's reconcile stats then.
+func (k Kit) ReconciledAfter(t testing.TB, controller string, obj client.Object, change func()) ReconcileStats {
+	t.Helper()
+	if k.Reconciles == nil {
+		t.Fatal("testkit: ReconciledAfter needs the Kit of RunSuite")
+	}
+	before := k.Reconciles.Stats(controller, obj)
+	change()
+	var s ReconcileStats
+	Eventually(t, fmt.Sprintf("a reconcile of %s by %s after the change", client.ObjectKeyFromObject(obj), controller), func() (bool, string) {
+		s = k.Reconciles.Stats(controller, obj)
+		return s.Started > before.Started && s.Finished == s.Started, fmt.Sprintf("%+v", s)
+	})
+	return s
+}

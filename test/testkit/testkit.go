@@ -73,6 +73,20 @@ func (c *WriteCounter) count(m map[string]int, suffix string) int {
 // Writes returns the writes to paths ending in suffix.
 func (c *WriteCounter) Writes(suffix string) int { return c.count(c.byPath, suffix) }
 
+// WritesUnder returns the writes to dir and to the paths below it (an
+// event created in dir, and the series updates of that event).
+func (c *WriteCounter) WritesUnder(dir string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for p, v := range c.byPath {
+		if strings.HasSuffix(p, dir) || strings.Contains(p, dir+"/") {
+			n += v
+		}
+	}
+	return n
+}
+
 // Obj parses YAML into an unstructured object.
 func Obj(t testing.TB, y string) *unstructured.Unstructured {
 	t.Helper()
