@@ -99,6 +99,13 @@ func TestWrites(t *testing.T) {
 	if w.Behind(obj("13")) {
 		t.Error("a copy newer than our write is behind")
 	}
+	// Removing the last finalizer of a deleted object answers with the
+	// version it had: that version is behind all the same.
+	w.WrittenAt(obj("20"), "20", "20")
+	if !w.Behind(obj("20")) {
+		t.Error("the version a finalizer removal answered with is not behind")
+	}
+	w.Forget(client.ObjectKeyFromObject(obj("20")))
 	// Versions that are no integers: only the exact versions we wrote
 	// over are behind.
 	w.Wrote(obj("b"), "a")

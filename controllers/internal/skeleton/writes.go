@@ -64,25 +64,25 @@ func (w *Writes) WrittenAt(obj client.Object, before, after string) {
 // writer made between our read and our write (a deletion during a
 // reconcile) predates our write too: deciding on it would miss what we
 // wrote (a FieldPatch's record of its target, so the deletion would let
-// go without giving anything back). Versions that are not comparable
-// integers fall back to the exact versions our writes replaced.
+// go without giving anything back). The exact versions our writes
+// replaced are behind too, even when a write's answer carries the same
+// version (removing the last finalizer of a deleted object answers with
+// the version it had), and are all there is for versions that are not
+// comparable integers.
 func (w *Writes) Behind(obj client.Object) bool {
 	key := client.ObjectKeyFromObject(obj)
 	v, ok := w.m.Load(key)
 	if !ok {
 		return false
 	}
-	if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), v.(ownWrites).latest); err == nil {
-		if c < 0 {
-			return true
-		}
-		w.m.Delete(key)
-		return false
-	}
-	for _, rv := range v.(ownWrites).stale {
+	o := v.(ownWrites)
+	for _, rv := range o.stale {
 		if rv == obj.GetResourceVersion() {
 			return true
 		}
+	}
+	if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), o.latest); err == nil && c < 0 {
+		return true
 	}
 	w.m.Delete(key)
 	return false
