@@ -48,6 +48,11 @@ type Options struct {
 	// Concurrency is how many objects each controller reconciles at once
 	// (--concurrency); 0 means 1.
 	Concurrency int
+	// SharedWatchAt is the number of targets of one kind in one namespace
+	// from which they share one watch (--shared-target-watch-at,
+	// targetcache.Cache.ShareAt); 0 means targetcache.DefaultShareAt,
+	// negative never.
+	SharedWatchAt int
 	// ContestBase is the unit of the contest backoff of FieldPatch and
 	// ManagedWorkload; 0 means ownershipcore.ContestBase. Tests scale it
 	// down.
@@ -98,6 +103,9 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.SharedWatchAt != 0 {
+		targets.ShareAt = max(0, opts.SharedWatchAt)
+	}
 	applier, err := ownershipcore.NewApplier(mgr.GetClient(), targets, mgr.GetAPIReader(), schema)
 	if err != nil {
 		return err
@@ -124,6 +132,9 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	}
 	return nil
 }
+
+// DefaultSharedWatchAt is the default of --shared-target-watch-at.
+const DefaultSharedWatchAt = targetcache.DefaultShareAt
 
 // CacheOptions returns base with what the controllers need of the
 // manager's informer cache: the fieldops objects (FieldPatch,

@@ -27,7 +27,7 @@ import (
 // poll polls cond until it holds, for at most a minute.
 func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
 		t.Fatalf("%s: %v", what, err)

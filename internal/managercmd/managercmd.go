@@ -32,7 +32,8 @@ type Flags struct {
 	LeaderElect, MetricsSecure                                      bool
 	Setup                                                           controllers.Options
 
-	zapOpts zap.Options
+	zapOpts       zap.Options
+	sharedWatchAt int
 }
 
 // NewFlagSet returns a flag set named name with the manager's flags bound
@@ -49,6 +50,7 @@ func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
 	fs.BoolVar(&f.Setup.NoCrossNamespaceRefs, "no-cross-namespace-refs", os.Getenv("FIELDOPS_NO_CROSS_NAMESPACE_REFS") == "true", "(env FIELDOPS_NO_CROSS_NAMESPACE_REFS=true) Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
 	fs.StringVar(&f.Setup.OwnNamespace, "namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: nothing in it may be a target of a fieldops object (default: $POD_NAMESPACE).")
 	fs.IntVar(&f.Setup.Concurrency, "concurrency", 4, "How many objects each controller reconciles at once.")
+	fs.IntVar(&f.sharedWatchAt, "shared-target-watch-at", controllers.DefaultSharedWatchAt, "From this many targets of one kind in one namespace, one watch of that kind in that namespace serves them (holding all its objects) instead of one watch per target; never for Secrets. 0 watches every target by name.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on (go tool pprof); empty disables it.")
 	feature.Gates.AddFlag(fs)
 	f.zapOpts = zap.Options{Development: true}
@@ -109,6 +111,7 @@ func (f *Flags) Run(ctx context.Context, config func() (*rest.Config, error)) er
 	}
 	setup := f.Setup
 	setup.Plugins = plugins
+	setup.SharedWatchAt = sharedWatchAt(f.sharedWatchAt)
 	return runManager(ctx, cfg, managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect}, setup)
 }
 
@@ -156,4 +159,14 @@ func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts co
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// sharedWatchAt maps --shared-target-watch-at to
+// controllers.Options.SharedWatchAt: 0 (never share) is negative there,
+// where 0 means the default.
+func sharedWatchAt(flag int) int {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }
