@@ -95,7 +95,7 @@ func TestLocalMode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs, err := decodeAll(b)
+		docs, err := localcp.DecodeAll(b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // upstream is a set of objects the samples of config/samples target,
@@ -72,7 +70,7 @@ func applyUpstream(ctx context.Context, cfg *rest.Config, root string) ([]string
 		if u.replace != nil {
 			data = []byte(u.replace.Replace(string(data)))
 		}
-		objs, err := decodeAll(data)
+		objs, err := localcp.DecodeAll(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", from, err)
 		}
@@ -91,22 +89,4 @@ func name(o *unstructured.Unstructured) string {
 		return o.GetName()
 	}
 	return o.GetNamespace() + "/" + o.GetName()
-}
-
-// decodeAll returns the objects of a multi-document YAML stream.
-func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }

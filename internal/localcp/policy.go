@@ -39,9 +39,13 @@ func InstallFinalizerPolicy(ctx context.Context, c client.Client, probeNamespace
 	if err != nil {
 		return err
 	}
-	objs, err := readObjects(filepath.Join(root, FinalizerPolicyFile))
+	b, err := os.ReadFile(filepath.Join(root, FinalizerPolicyFile))
 	if err != nil {
 		return err
+	}
+	objs, err := DecodeAll(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", FinalizerPolicyFile, err)
 	}
 	for _, o := range objs {
 		if o.GetKind() == "MutatingAdmissionPolicyBinding" && namespaceSelector != nil {
@@ -78,23 +82,20 @@ func InstallFinalizerPolicy(ctx context.Context, c client.Client, probeNamespace
 	return nil
 }
 
-// readObjects reads the objects of a multi-document YAML file.
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+// DecodeAll returns the objects of a multi-document YAML (or JSON)
+// stream; empty documents are skipped.
+func DecodeAll(data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return out, nil
+			return objs, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 		if len(u.Object) > 0 {
-			out = append(out, u)
+			objs = append(objs, u)
 		}
 	}
 }

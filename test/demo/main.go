@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -159,19 +157,16 @@ func daemonSet(path string) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("no DaemonSet in %s", path)
-			}
-			return nil, err
-		}
+	objs, err := localcp.DecodeAll(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range objs {
 		if u.GetKind() == "DaemonSet" {
 			return u, nil
 		}
 	}
+	return nil, fmt.Errorf("no DaemonSet in %s", path)
 }
 
 func read(ctx context.Context, c client.Client, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {

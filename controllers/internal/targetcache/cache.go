@@ -374,7 +374,14 @@ func (e *entry) watchAlone(gvr schema.GroupVersionResource) {
 	ctx, cancel := context.WithCancel(c.base)
 	e.cancel = cancel
 	selector := fields.OneTermEqualSelector("metadata.name", t.Name).String()
-	lw := listWatch(c.resource(gvr, t.Namespace), selector, e.failed)
+	ri := c.resource(gvr, t.Namespace)
+	lw := listWatch(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.FieldSelector = selector
+		return ri.List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.FieldSelector = selector
+		return ri.Watch(ctx, o)
+	}, e.failed)
 	example := &unstructured.Unstructured{}
 	example.SetGroupVersionKind(t.GVK)
 	r := toolscache.NewReflectorWithOptions(lw, example, &ownStore{e}, toolscache.ReflectorOptions{Name: "fieldops target " + t.String()})
@@ -388,19 +395,17 @@ func (c *Cache) resource(gvr schema.GroupVersionResource, namespace string) dyna
 	return c.dynamic.Resource(gvr)
 }
 
-// listWatch lists and watches ri with the field selector (may be ""),
-// telling failed of every list's and watch's error.
-func listWatch(ri dynamic.ResourceInterface, selector string, failed func(error)) *toolscache.ListWatch {
+// listWatch lists and watches with list and watchFn, telling failed of
+// every list's and watch's error.
+func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), failed func(error)) *toolscache.ListWatch {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			l, err := ri.List(ctx, o)
+			l, err := list(ctx, o)
 			failed(err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			w, err := ri.Watch(ctx, o)
+			w, err := watchFn(ctx, o)
 			failed(err)
 			return w, err
 		},

@@ -7,12 +7,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -96,18 +93,7 @@ func (c *Cache) startGroup(sc scope) *group {
 	g := &group{cache: c, scope: sc, cancel: cancel, settled: make(chan struct{}), objs: map[string]*record{}}
 	c.groups[sc] = g
 	raw := newRawClient(c.rest, sc.gvr, sc.namespace)
-	lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l, err := raw.list(ctx, o)
-			g.failed(err)
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := raw.watch(ctx, o)
-			g.failed(err)
-			return w, err
-		},
-	}, raw)
+	lw := toolscache.ToListWatcherWithWatchListSemantics(listWatch(raw.list, raw.watch, g.failed), raw)
 	r := toolscache.NewReflectorWithOptions(lw, &rawObject{}, g, toolscache.ReflectorOptions{Name: "fieldops targets " + sc.String()})
 	go r.RunWithContext(ctx)
 	return g
