@@ -148,8 +148,9 @@ func (w *Watches) Sweep(referrer client.Object) {
 	key := client.ObjectKeyFromObject(referrer)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var kept heldTargets
-	for _, h := range w.refs[key] {
+	held := w.refs[key]
+	kept := held[:0] // filtered in place
+	for _, h := range held {
 		if h.kept {
 			kept = append(kept, heldTarget{t: h.t})
 			continue
