@@ -271,10 +271,12 @@ type FieldPatchStatus struct {
 	// +optional
 	FieldCount int `json:"fieldCount,omitempty"`
 	// RecordedFields is the set of intent fields whose previous owners were
-	// recorded, in FieldsV1 form.
+	// recorded, in FieldsV1 form. It is atomic: the status's managed fields
+	// name it alone, not every field set entry in it again (issue 11).
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
+	// +mapType=atomic
 	RecordedFields *metav1.FieldsV1 `json:"recordedFields,omitempty"`
 	// PreviousOwners are the owners of the patched fields before the first
 	// write; deletion hands each field back to its entry. An owner that

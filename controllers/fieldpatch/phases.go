@@ -186,7 +186,13 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
+	done := r.watches.Writing(p.obj, p.live)
 	p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current})
+	if wrote := p.res.Action == ownershipcore.ActionConfigured || p.res.Action == ownershipcore.ActionCreated; err == nil && wrote {
+		done(p.res.Object) // its watch event is our own write
+	} else {
+		done(nil)
+	}
 	err = tenant.Explain(p.account, err)
 	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
 	var conflictErr *ownershipcore.ConflictError
@@ -219,7 +225,6 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, error) {
 	st := p.obj.PatchStatus()
 	if p.res.Action == ownershipcore.ActionConfigured || p.res.Action == ownershipcore.ActionCreated {
-		r.watches.Wrote(p.obj, p.res.Object) // its watch event is our own write
 		st.LastAppliedTime = &metav1.Time{Time: p.now}
 		r.appliedEvent(p)
 	} else if d := r.contests.Settle(p.key, p.now); d > 0 {

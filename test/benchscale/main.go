@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -91,7 +92,7 @@ func main() {
 	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
 	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
 	flag.StringVar(&o.logDir, "log-dir", "", "Where the managers' logs go (default: a new temporary directory, printed).")
-	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, for go tool pprof.")
+	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, and kube-apiserver's CPU profiles of both sides' converge, for go tool pprof.")
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 20, "Length of the CPU profile with -pprof-dir.")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.Parse()
@@ -111,6 +112,8 @@ type sideResult struct {
 	mgrCPU   float64       // seconds
 	cpCPU    float64       // kube-apiserver + etcd, seconds
 	peakRSS  int64         // KiB
+	rssAnon  int64         // KiB, at the end of the converge
+	rssFile  int64         // KiB, at the end of the converge
 	applied  int           // Deployments carrying the env var afterwards
 	flux     *fluxResult
 }
@@ -137,6 +140,8 @@ type result struct {
 type bench struct {
 	o          options
 	c          client.WithWatch
+	apiserver  *http.Client // authenticated as cluster admin, for /debug/pprof
+	host       string
 	kubeconfig string
 	cpPIDs     []int
 	logDir     string
@@ -187,7 +192,11 @@ func run(o options) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, c: c, kubeconfig: kubeconfig, cpPIDs: []int{pids["kube-apiserver"], pids["etcd"]}, logDir: logDir}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, c: c, apiserver: hc, host: strings.TrimSuffix(cfg.Host, "/"), kubeconfig: kubeconfig, cpPIDs: []int{pids["kube-apiserver"], pids["etcd"]}, logDir: logDir}
 	res := &result{o: o, logDir: logDir}
 	fmt.Fprintf(os.Stderr, "benchscale: N=%d, logs and kubeconfig in %s\n", o.n, logDir)
 
@@ -315,6 +324,11 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if err != nil {
 		return r, err
 	}
+	var profile sync.WaitGroup
+	defer profile.Wait()
+	if b.o.pprofDir != "" {
+		profile.Go(func() { b.profileAPIServer("apiserver-flux-converge-cpu.pb.gz") })
+	}
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		return r, err
 	}
@@ -337,6 +351,9 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 		return r, err
 	}
 	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
+		return r, err
+	}
+	if r.rssAnon, r.rssFile, err = rssSplitKiB(pid); err != nil {
 		return r, err
 	}
 	r.wall = time.Duration(fr.WallSeconds * float64(time.Second))
@@ -498,10 +515,11 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	var profile sync.WaitGroup
 	if m.pprofURL != "" {
 		profile.Go(func() {
-			if err := save(fmt.Sprintf("%sprofile?seconds=%d", m.pprofURL, b.o.pprofSeconds), filepath.Join(b.o.pprofDir, "fieldops-converge-cpu.pb.gz")); err != nil {
+			if err := save(http.DefaultClient, fmt.Sprintf("%sprofile?seconds=%d", m.pprofURL, b.o.pprofSeconds), filepath.Join(b.o.pprofDir, "fieldops-converge-cpu.pb.gz")); err != nil {
 				fmt.Fprintln(os.Stderr, "benchscale: CPU profile:", err)
 			}
 		})
+		profile.Go(func() { b.profileAPIServer("apiserver-fieldops-converge-cpu.pb.gz") })
 	}
 	start := time.Now()
 	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
@@ -528,13 +546,16 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
 		return r, h, err
 	}
+	if r.rssAnon, r.rssFile, err = rssSplitKiB(pid); err != nil {
+		return r, h, err
+	}
 	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
 	if r.applied, err = b.countApplied(ctx, fieldopsNS); err != nil {
 		return r, h, err
 	}
 	profile.Wait()
 	if m.pprofURL != "" {
-		if err := save(m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
+		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
 			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
 		}
 		before, err = settle(m.metricsURL, 2*time.Second, 20*time.Second)
@@ -574,12 +595,21 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	return r, h, err
 }
 
-// save writes the body of GET url to path.
-func save(url, path string) error {
+// profileAPIServer saves a CPU profile of kube-apiserver (-pprof-seconds
+// long) into -pprof-dir as name; a failure is printed, not returned.
+func (b *bench) profileAPIServer(name string) {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.host, b.o.pprofSeconds)
+	if err := save(b.apiserver, url, filepath.Join(b.o.pprofDir, name)); err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale: kube-apiserver CPU profile:", err)
+	}
+}
+
+// save writes the body of GET url, sent with c, to path.
+func save(c *http.Client, url, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	resp, err := http.Get(url)
+	resp, err := c.Get(url)
 	if err != nil {
 		return err
 	}

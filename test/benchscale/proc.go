@@ -51,6 +51,32 @@ func cpuSeconds(pid int) (float64, error) {
 	return cpu, err
 }
 
+// rssSplitKiB is RssAnon and RssFile of pid (its resident anonymous memory
+// and resident pages of mapped files, mostly its own binary) in KiB, from
+// /proc/<pid>/status.
+func rssSplitKiB(pid int) (anon, file int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "RssAnon" && k != "RssFile") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status: %s: %w", pid, k, err)
+		}
+		if k == "RssAnon" {
+			anon = n
+		} else {
+			file = n
+		}
+	}
+	return anon, file, nil
+}
+
 // peakRSSKiB is VmHWM of pid (its peak resident set size) in KiB, from
 // /proc/<pid>/status.
 func peakRSSKiB(pid int) (int64, error) {

@@ -56,6 +56,7 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(tw, "manager CPU\t%.2f s\t%.2f s\t%s\n", fx.mgrCPU, fo.mgrCPU, ratio(fo.mgrCPU, fx.mgrCPU))
 	fmt.Fprintf(tw, "apiserver+etcd CPU\t%.2f s\t%.2f s\t%s\n", fx.cpCPU, fo.cpCPU, ratio(fo.cpCPU, fx.cpCPU))
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), ratio(float64(fo.peakRSS), float64(fx.peakRSS)))
+	fmt.Fprintf(tw, "  RSS after, anon + file\t%.0f + %.0f MiB\t%.0f + %.0f MiB\t\n", mib(fx.rssAnon), mib(fx.rssFile), mib(fo.rssAnon), mib(fo.rssFile))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
 	_ = tw.Flush()
 	hTotal, hBy := perObject(h.requests, n)

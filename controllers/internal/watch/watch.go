@@ -65,6 +65,9 @@ type Watches struct {
 	// wrote are, per target, the resourceVersions referrers' own writes
 	// left it at (see Wrote).
 	wrote map[targetcache.Target]map[types.NamespacedName]string
+	// writing are, per target, the referrers writing it now, with the
+	// resourceVersions of the events that came meanwhile (see Writing).
+	writing map[targetcache.Target]map[types.NamespacedName]*[]string
 }
 
 // New returns the Watches of controller c, whose objects are listed as
@@ -75,7 +78,7 @@ func New(mgr manager.Manager, c controller.Controller, list client.ObjectList, i
 	if err != nil {
 		return nil, err
 	}
-	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]heldTargets{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}}
+	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]heldTargets{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}, writing: map[targetcache.Target]map[types.NamespacedName]*[]string{}}
 	if err := c.Watch(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		w.mu.Lock()
 		w.queue = q
@@ -220,20 +223,80 @@ func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructure
 	w.wrote[t][client.ObjectKeyFromObject(referrer)] = target.GetResourceVersion()
 }
 
+// Writing opens referrer's write of target; the returned func closes it
+// with the server's answer (nil when nothing was written: an error, or an
+// apply that changed nothing). The watch event of a write can come before
+// the answer does (the apiserver sends both at once; on a busy manager the
+// watch wins about as often as not): the events of target that come while
+// the write is open are held back for referrer, and the close queues it
+// only if one of them was not its own write. It then records the write as
+// Wrote does, unless its event came already. Other referrers of target
+// are queued as usual.
+func (w *Watches) Writing(referrer client.Object, target *unstructured.Unstructured) (done func(written *unstructured.Unstructured)) {
+	if w == nil || target == nil {
+		return func(*unstructured.Unstructured) {}
+	}
+	key, t := client.ObjectKeyFromObject(referrer), targetcache.TargetOf(target)
+	seen := &[]string{}
+	w.mu.Lock()
+	if w.writing[t] == nil {
+		w.writing[t] = map[types.NamespacedName]*[]string{}
+	}
+	w.writing[t][key] = seen
+	w.mu.Unlock()
+	return func(written *unstructured.Unstructured) {
+		rv := ""
+		if written != nil {
+			rv = written.GetResourceVersion()
+		}
+		w.mu.Lock()
+		if w.writing[t][key] == seen {
+			delete(w.writing[t], key)
+			if len(w.writing[t]) == 0 {
+				delete(w.writing, t)
+			}
+		}
+		ours, other := false, false
+		for _, s := range *seen {
+			if rv != "" && s == rv {
+				ours = true
+			} else {
+				other = true
+			}
+		}
+		q := w.queue
+		w.mu.Unlock()
+		if rv != "" && !ours {
+			w.Wrote(referrer, written)
+		}
+		if other && q != nil {
+			q.Add(reconcile.Request{NamespacedName: key})
+		}
+	}
+}
+
 // TargetChanged implements targetcache.Sink: it queues every List item
 // whose Index holds t's Key, but not a referrer whose own write left t at
-// rv (see Wrote).
+// rv (see Wrote), nor one writing t now (see Writing).
 func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	w.mu.Lock()
 	q := w.queue
 	own := w.wrote[t]
 	delete(w.wrote, t) // one event settles every recorded write: ours, or a later version
+	var holding map[types.NamespacedName]bool
+	if writers := w.writing[t]; len(writers) > 0 {
+		holding = make(map[types.NamespacedName]bool, len(writers))
+		for k, seen := range writers {
+			*seen = append(*seen, rv)
+			holding[k] = true
+		}
+	}
 	w.mu.Unlock()
 	if q == nil {
 		return
 	}
 	for _, req := range w.requests(context.Background(), Key(t.GVK.GroupKind(), t.Namespace, t.Name)) {
-		if rv != "" && own[req.NamespacedName] == rv {
+		if holding[req.NamespacedName] || (rv != "" && own[req.NamespacedName] == rv) {
 			continue
 		}
 		q.Add(req)
