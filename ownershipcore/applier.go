@@ -315,22 +315,75 @@ func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager s
 }
 
 // sameObject compares two objects' content and managed fields, ignoring the
-// managed fields' times.
+// managed fields' times. Entries compare in order, as decoded JSON: a field
+// set's FieldsV1 form is canonical (structured-merge-diff writes it), so two
+// entries with the same set have equal FieldsV1 maps. Nothing is copied or
+// decoded: this runs on every apply decision (issue 11).
 func sameObject(a, b *unstructured.Unstructured) bool {
-	ma, erra := Owners(a)
-	mb, errb := Owners(b)
-	if erra != nil || errb != nil || len(ma) != len(mb) {
+	ea, _, _ := unstructured.NestedFieldNoCopy(a.Object, "metadata", "managedFields")
+	eb, _, _ := unstructured.NestedFieldNoCopy(b.Object, "metadata", "managedFields")
+	la, _ := ea.([]interface{})
+	lb, _ := eb.([]interface{})
+	if len(la) != len(lb) {
 		return false
 	}
-	for i := range ma {
-		if ma[i].ManagerKey != mb[i].ManagerKey || !ma[i].Fields.Equals(mb[i].Fields) {
+	for i := range la {
+		if !sameEntryContent(la[i], lb[i]) {
 			return false
 		}
 	}
-	ca, cb := a.DeepCopy(), b.DeepCopy()
-	unstructured.RemoveNestedField(ca.Object, "metadata", "managedFields")
-	unstructured.RemoveNestedField(cb.Object, "metadata", "managedFields")
-	return equality.Semantic.DeepEqual(ca.Object, cb.Object)
+	return equality.Semantic.DeepEqual(withoutManagedFields(a.Object), withoutManagedFields(b.Object))
+}
+
+// sameEntryContent compares two managedFields entries of unstructured objects
+// without their times.
+func sameEntryContent(a, b interface{}) bool {
+	ma, oka := a.(map[string]interface{})
+	mb, okb := b.(map[string]interface{})
+	if !oka || !okb {
+		return equality.Semantic.DeepEqual(a, b)
+	}
+	n := 0
+	for k, va := range ma {
+		if k == "time" {
+			continue
+		}
+		vb, ok := mb[k]
+		if !ok || !equality.Semantic.DeepEqual(va, vb) {
+			return false
+		}
+		n++
+	}
+	for k := range mb {
+		if k != "time" {
+			n--
+		}
+	}
+	return n == 0
+}
+
+// withoutManagedFields is a shallow copy of obj whose metadata leaves out
+// managedFields; obj is not changed.
+func withoutManagedFields(obj map[string]interface{}) map[string]interface{} {
+	md, ok := obj["metadata"].(map[string]interface{})
+	if !ok {
+		return obj
+	}
+	if _, has := md["managedFields"]; !has {
+		return obj
+	}
+	out := make(map[string]interface{}, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	m := make(map[string]interface{}, len(md))
+	for k, v := range md {
+		if k != "managedFields" {
+			m[k] = v
+		}
+	}
+	out["metadata"] = m
+	return out
 }
 
 // live reads the object the intent names, nil when it does not exist.

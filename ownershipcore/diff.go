@@ -18,6 +18,16 @@ import (
 // absent from the intent never count: this replaces hard-coded ignore
 // lists. An empty set means the intent holds.
 func (a *Applier) OwnedDiff(live, desired *unstructured.Unstructured, manager string) (*fieldpath.Set, error) {
+	owners, err := Owners(live)
+	if err != nil {
+		return nil, err
+	}
+	return a.OwnedDiffOf(live, owners, desired, manager)
+}
+
+// OwnedDiffOf is OwnedDiff for a caller that decoded live's managed fields
+// already (owners, from Owners(live)): a reconcile decodes them once.
+func (a *Applier) OwnedDiffOf(live *unstructured.Unstructured, owners ManagedFields, desired *unstructured.Unstructured, manager string) (*fieldpath.Set, error) {
 	intent, err := a.cleanIntent(desired, nil)
 	if err != nil {
 		return nil, err
@@ -40,10 +50,6 @@ func (a *Applier) OwnedDiff(live, desired *unstructured.Unstructured, manager st
 		return nil, fmt.Errorf("compare %s: %w", describe(live), err)
 	}
 	diff := cmp.Added.Union(cmp.Modified).Union(cmp.Removed).Intersection(intentSet)
-	owners, err := Owners(live)
-	if err != nil {
-		return nil, err
-	}
 	if ours := owners.Applied(manager); ours != nil {
 		diff = diff.Union(ours.Fields.Difference(intentSet).Leaves())
 	}

@@ -79,7 +79,7 @@ func (r *Reconciler) recordCanWait(live, intent *unstructured.Unstructured, owne
 			return false
 		}
 	}
-	diff, err := r.Applier.OwnedDiff(live, intent, manager)
+	diff, err := r.Applier.OwnedDiffOf(live, owners, intent, manager)
 	if err != nil {
 		return false
 	}

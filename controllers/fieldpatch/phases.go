@@ -39,8 +39,10 @@ type pass struct {
 	// ignoreFailure is this reconcile's failure of an ignorable-paths
 	// plugin (PluginFailure: pluginCondition, strategy).
 	ignoreFailure string
-	// record: the ledger of previous owners, the fields it recorded
-	// before this reconcile, and what the apply starts from.
+	// record: the target's managed fields as read, the ledger of previous
+	// owners, the fields it recorded before this reconcile, and what the
+	// apply starts from.
+	owners         ownershipcore.ManagedFields
 	ledger         *ownershipcore.Ledger
 	recordedBefore *fieldset.Set
 	current        *unstructured.Unstructured
@@ -121,6 +123,7 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
+	p.owners = owners
 	ledger, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
 	if err != nil {
 		return r.fail(p.obj, err)
@@ -153,7 +156,7 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 		return skeleton.Next(), nil
 	}
 	var err error
-	if p.drifter, p.drifted, err = r.drifter(p.live, p.intent, p.intentSet.Intersection(p.recordedBefore), p.manager, yieldsTo(spec)); err != nil {
+	if p.drifter, p.drifted, err = r.drifter(p.live, p.owners, p.intent, p.intentSet.Intersection(p.recordedBefore), p.manager, yieldsTo(spec)); err != nil {
 		return r.fail(p.obj, err)
 	}
 	if rival, ok := ownershipcore.ParseManager(p.drifter); ok {
@@ -230,17 +233,18 @@ func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, er
 	} else if d := r.contests.Settle(p.key, p.now); d > 0 {
 		p.requeue = d
 	}
+	var after ownershipcore.ManagedFields
 	if p.res.Object != nil {
-		if after, err := ownershipcore.Owners(p.res.Object); err == nil {
-			p.ledger.Observe(after)
+		var err error
+		if after, err = ownershipcore.Owners(p.res.Object); err != nil {
+			return r.fail(p.obj, err)
 		}
+		p.ledger.Observe(after)
 	}
 	if err := patchintent.WriteLedger(st, p.ledger, p.uid()); err != nil {
 		return r.fail(p.obj, err)
 	}
-	if err := r.reportFields(st, p.res.Object, p.manager); err != nil {
-		return r.fail(p.obj, err)
-	}
+	reportFields(st, after, p.manager)
 	return skeleton.Next(), nil
 }
 

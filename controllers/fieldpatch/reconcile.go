@@ -252,8 +252,8 @@ func yieldsTo(spec *v1alpha1.FieldPatchSpec) func(string, metav1.ManagedFieldsOp
 // and nobody owns it). Fields the patch has not written yet are never
 // drift: taking them is an apply, and nobody is blamed for it. A field
 // now owned by a manager the patch yields to is theirs: not drift.
-func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fieldset.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool, error) {
-	drift, err := r.Applier.OwnedDiff(live, intent, manager)
+func (r *Reconciler) drifter(live *unstructured.Unstructured, owners ownershipcore.ManagedFields, intent *unstructured.Unstructured, fields *fieldset.Set, manager string, yields func(string, metav1.ManagedFieldsOperationType) bool) (string, bool, error) {
+	drift, err := r.Applier.OwnedDiffOf(live, owners, intent, manager)
 	if err != nil {
 		return "", false, err
 	}
@@ -264,21 +264,14 @@ func (r *Reconciler) drifter(live, intent *unstructured.Unstructured, fields *fi
 	return who, true, nil
 }
 
-// reportFields writes the fields manager owns on obj into status.
-func (r *Reconciler) reportFields(st *v1alpha1.FieldPatchStatus, obj *unstructured.Unstructured, manager string) error {
+// reportFields writes the fields manager owns, as owners (the target's
+// managed fields after the apply; nil without a target) say, into status.
+func reportFields(st *v1alpha1.FieldPatchStatus, owners ownershipcore.ManagedFields, manager string) {
 	st.ManagedFields, st.FieldCount = nil, 0
-	if obj == nil {
-		return nil
-	}
-	owners, err := ownershipcore.Owners(obj)
-	if err != nil {
-		return err
-	}
 	if ours := owners.Applied(manager); ours != nil {
 		st.ManagedFields = patchintent.Leaves(ours.Fields)
 		st.FieldCount = len(st.ManagedFields)
 	}
-	return nil
 }
 
 // strategy is the conflict strategy of the patch: a built-in policy, or
