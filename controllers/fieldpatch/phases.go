@@ -189,13 +189,10 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
-	done := r.watches.Writing(p.obj, p.live)
-	p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current})
-	if wrote := p.res.Action == ownershipcore.ActionConfigured || p.res.Action == ownershipcore.ActionCreated; err == nil && wrote {
-		done(p.res.Object) // its watch event is our own write
-	} else {
-		done(nil)
-	}
+	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
+		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current})
+		return written(p.res, err) // its watch event is our own write
+	})
 	err = tenant.Explain(p.account, err)
 	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
 	var conflictErr *ownershipcore.ConflictError
@@ -221,6 +218,14 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	}
 	log.FromContext(ctx).V(1).Info("applied", "action", p.res.Action, "target", objectName(p.ref), "forced", len(p.res.Forced), "yielded", len(p.res.Yielded))
 	return skeleton.Next(), nil
+}
+
+// written is the answer of an apply that wrote, nil when it did not.
+func written(res ownershipcore.Result, err error) *unstructured.Unstructured {
+	if err == nil && (res.Action == ownershipcore.ActionConfigured || res.Action == ownershipcore.ActionCreated) {
+		return res.Object
+	}
+	return nil
 }
 
 // phaseApplied reports what the apply did (an event; a repair counts in

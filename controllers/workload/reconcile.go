@@ -321,16 +321,17 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", name, drifter, at.UTC().Format(time.RFC3339))
 		}
 	}
-	done := r.watches.Writing(p.mw, subject)
-	res, err := p.applier.Apply(ctx, o.Intent, ownershipcore.ApplyOptions{
-		FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
-		Live: live, Absent: live == nil, // the read the drift check decided on; nothing wrote since
+	var res ownershipcore.Result
+	r.watches.Write(p.mw, subject, func() *unstructured.Unstructured {
+		res, err = p.applier.Apply(ctx, o.Intent, ownershipcore.ApplyOptions{
+			FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
+			Live: live, Absent: live == nil, // the read the drift check decided on; nothing wrote since
+		})
+		if err == nil && (res.Action == ownershipcore.ActionCreated || res.Action == ownershipcore.ActionConfigured) {
+			return res.Object // its watch event is our own write
+		}
+		return nil
 	})
-	if err == nil && (res.Action == ownershipcore.ActionCreated || res.Action == ownershipcore.ActionConfigured) {
-		done(res.Object) // its watch event is our own write
-	} else {
-		done(nil)
-	}
 	err = tenant.Explain(p.account, err)
 	for _, c := range res.Forced {
 		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()

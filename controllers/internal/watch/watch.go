@@ -66,7 +66,7 @@ type Watches struct {
 	// left it at (see Wrote).
 	wrote map[targetcache.Target]map[types.NamespacedName]string
 	// writing are, per target, the referrers writing it now, with the
-	// resourceVersions of the events that came meanwhile (see Writing).
+	// resourceVersions of the events that came meanwhile (see Write).
 	writing map[targetcache.Target]map[types.NamespacedName]*[]string
 }
 
@@ -223,16 +223,26 @@ func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructure
 	w.wrote[t][client.ObjectKeyFromObject(referrer)] = target.GetResourceVersion()
 }
 
-// Writing opens referrer's write of target; the returned func closes it
-// with the server's answer (nil when nothing was written: an error, or an
-// apply that changed nothing). The watch event of a write can come before
-// the answer does (the apiserver sends both at once; on a busy manager the
-// watch wins about as often as not): the events of target that come while
-// the write is open are held back for referrer, and the close queues it
-// only if one of them was not its own write. It then records the write as
-// Wrote does, unless its event came already. Other referrers of target
-// are queued as usual.
-func (w *Watches) Writing(referrer client.Object, target *unstructured.Unstructured) (done func(written *unstructured.Unstructured)) {
+// Write runs write, referrer's write of target, which returns the
+// server's answer when it wrote (nil when nothing was written: an error,
+// or an apply that changed nothing). The watch event of a write can come
+// before the answer does (the apiserver sends both at once; on a busy
+// manager the watch wins about as often as not, issue 11): the events of
+// target that come while write runs are held back for referrer, and are
+// queued for it afterwards only if one of them was not its own write. The
+// write is then recorded as Wrote does, unless its event came already.
+// Other referrers of target are queued as usual. A write that panics
+// counts as no write.
+func (w *Watches) Write(referrer client.Object, target *unstructured.Unstructured, write func() *unstructured.Unstructured) {
+	done := w.open(referrer, target)
+	var written *unstructured.Unstructured
+	defer func() { done(written) }()
+	written = write()
+}
+
+// open opens referrer's write of target (see Write); the returned func
+// closes it with the write's answer.
+func (w *Watches) open(referrer client.Object, target *unstructured.Unstructured) (done func(written *unstructured.Unstructured)) {
 	if w == nil || target == nil {
 		return func(*unstructured.Unstructured) {}
 	}
@@ -277,7 +287,7 @@ func (w *Watches) Writing(referrer client.Object, target *unstructured.Unstructu
 
 // TargetChanged implements targetcache.Sink: it queues every List item
 // whose Index holds t's Key, but not a referrer whose own write left t at
-// rv (see Wrote), nor one writing t now (see Writing).
+// rv (see Wrote), nor one writing t now (see Write).
 func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	w.mu.Lock()
 	q := w.queue

@@ -16,12 +16,12 @@ import (
 	"github.com/fieldops/fieldops/internal/scheme"
 )
 
-// TestWriting: a write's own watch event never queues its writer, whether
+// TestWrite: a write's own watch event never queues its writer, whether
 // it comes before the server's answer or after it; any other version
 // does, once; other referrers of the target are queued at once. (The
 // events are driven by hand: the order of an answer and its watch event is
 // what a live apiserver does not let a test choose.)
-func TestWriting(t *testing.T) {
+func TestWrite(t *testing.T) {
 	deploy := &unstructured.Unstructured{}
 	deploy.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
 	deploy.SetNamespace("ns")
@@ -88,7 +88,7 @@ func TestWriting(t *testing.T) {
 			for i, s := range tc.steps {
 				switch {
 				case s.open:
-					done = w.Writing(mine, at("1"))
+					done = w.open(mine, at("1"))
 				case s.answer == "-":
 					done(nil)
 				case s.answer != "":
@@ -111,6 +111,28 @@ func TestWriting(t *testing.T) {
 				t.Fatalf("writes left open: %v", w.writing)
 			}
 		})
+	}
+
+	// A write that panics is closed as no write: the event it held back
+	// is queued, and nothing is left open.
+	reader := fake.NewClientBuilder().WithScheme(scheme.Scheme()).WithObjects(mine.DeepCopy()).
+		WithIndex(&v1alpha1.FieldPatch{}, index, func(client.Object) []string { return []string{key} }).Build()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	w := &Watches{reader: reader, list: &v1alpha1.FieldPatchList{}, index: index, queue: q,
+		refs:    map[types.NamespacedName]heldTargets{client.ObjectKeyFromObject(mine): {{t: target}}},
+		wrote:   map[targetcache.Target]map[types.NamespacedName]string{},
+		writing: map[targetcache.Target]map[types.NamespacedName]*[]string{},
+	}
+	func() {
+		defer func() { _ = recover() }()
+		w.Write(mine, at("1"), func() *unstructured.Unstructured {
+			w.TargetChanged(target, "2")
+			panic("boom")
+		})
+	}()
+	if q.Len() != 1 || len(w.writing) != 0 {
+		t.Fatalf("after a panicking write: %d queued, %d open; want 1, 0", q.Len(), len(w.writing))
 	}
 }
 
