@@ -332,7 +332,7 @@ func sameObject(a, b *unstructured.Unstructured) bool {
 			return false
 		}
 	}
-	return equality.Semantic.DeepEqual(withoutManagedFields(a.Object), withoutManagedFields(b.Object))
+	return equality.Semantic.DeepEqual(WithoutManagedFields(a.Object), WithoutManagedFields(b.Object))
 }
 
 // sameEntryContent compares two managedFields entries of unstructured objects
@@ -362,9 +362,10 @@ func sameEntryContent(a, b interface{}) bool {
 	return n == 0
 }
 
-// withoutManagedFields is a shallow copy of obj whose metadata leaves out
-// managedFields; obj is not changed.
-func withoutManagedFields(obj map[string]interface{}) map[string]interface{} {
+// WithoutManagedFields is a shallow copy of the unstructured object obj
+// whose metadata leaves out managedFields (obj itself when it has none);
+// obj is not changed, and the copy shares every other value with it.
+func WithoutManagedFields(obj map[string]interface{}) map[string]interface{} {
 	md, ok := obj["metadata"].(map[string]interface{})
 	if !ok {
 		return obj

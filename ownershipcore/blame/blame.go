@@ -42,7 +42,7 @@ type Line struct {
 // the apiserver records them (SSA docs, "Field management"). The result
 // is deterministic for a given object and owners.
 func Blame(obj map[string]interface{}, owners ownershipcore.ManagedFields) []Line {
-	obj = copyWithoutManagedFields(obj)
+	obj = ownershipcore.WithoutManagedFields(obj)
 	sets := make([]*fieldpath.Set, len(owners))
 	for i := range owners {
 		sets[i] = owners[i].Fields
@@ -50,25 +50,6 @@ func Blame(obj map[string]interface{}, owners ownershipcore.ManagedFields) []Lin
 	b := &blamer{owners: owners}
 	b.mapLines(obj, "", "", fieldpath.Path{}, sets, -1)
 	return b.lines
-}
-
-func copyWithoutManagedFields(obj map[string]interface{}) map[string]interface{} {
-	md, ok := obj["metadata"].(map[string]interface{})
-	if !ok {
-		return obj
-	}
-	out := make(map[string]interface{}, len(obj))
-	for k, v := range obj {
-		out[k] = v
-	}
-	md2 := make(map[string]interface{}, len(md))
-	for k, v := range md {
-		if k != "managedFields" {
-			md2[k] = v
-		}
-	}
-	out["metadata"] = md2
-	return out
 }
 
 type blamer struct {
