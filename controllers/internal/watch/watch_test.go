@@ -36,8 +36,6 @@ func TestWrite(t *testing.T) {
 	mine.Namespace, mine.Name = "ns", "mine"
 	other := mine.DeepCopy()
 	other.Name = "other"
-	const index = "target"
-	key := Key(target.GVK.GroupKind(), "ns", "web")
 
 	type step struct {
 		event   string // an event of the target at this resourceVersion
@@ -75,15 +73,8 @@ func TestWrite(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reader := fake.NewClientBuilder().WithScheme(scheme.Scheme()).WithObjects(mine.DeepCopy(), other.DeepCopy()).
-				WithIndex(&v1alpha1.FieldPatch{}, index, func(client.Object) []string { return []string{key} }).Build()
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			w, q := testWatches(target, mine, other)
 			defer q.ShutDown()
-			w := &Watches{reader: reader, list: &v1alpha1.FieldPatchList{}, index: index, queue: q,
-				refs:    map[types.NamespacedName]heldTargets{client.ObjectKeyFromObject(mine): {{t: target}}, client.ObjectKeyFromObject(other): {{t: target}}},
-				wrote:   map[targetcache.Target]map[types.NamespacedName]string{},
-				writing: map[targetcache.Target]map[types.NamespacedName]*[]string{},
-			}
 			var done func(*unstructured.Unstructured)
 			for i, s := range tc.steps {
 				switch {
@@ -115,15 +106,8 @@ func TestWrite(t *testing.T) {
 
 	// A write that panics is closed as no write: the event it held back
 	// is queued, and nothing is left open.
-	reader := fake.NewClientBuilder().WithScheme(scheme.Scheme()).WithObjects(mine.DeepCopy()).
-		WithIndex(&v1alpha1.FieldPatch{}, index, func(client.Object) []string { return []string{key} }).Build()
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	w, q := testWatches(target, mine)
 	defer q.ShutDown()
-	w := &Watches{reader: reader, list: &v1alpha1.FieldPatchList{}, index: index, queue: q,
-		refs:    map[types.NamespacedName]heldTargets{client.ObjectKeyFromObject(mine): {{t: target}}},
-		wrote:   map[targetcache.Target]map[types.NamespacedName]string{},
-		writing: map[targetcache.Target]map[types.NamespacedName]*[]string{},
-	}
 	func() {
 		defer func() { _ = recover() }()
 		w.Write(mine, at("1"), func() *unstructured.Unstructured {
@@ -134,6 +118,25 @@ func TestWrite(t *testing.T) {
 	if q.Len() != 1 || len(w.writing) != 0 {
 		t.Fatalf("after a panicking write: %d queued, %d open; want 1, 0", q.Len(), len(w.writing))
 	}
+}
+
+// testWatches are Watches of FieldPatches, each referring to target, with
+// a queue of their own and a fake reader for the index (no SSA involved).
+func testWatches(target targetcache.Target, referrers ...*v1alpha1.FieldPatch) (*Watches, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	const index = "target"
+	key := Key(target.GVK.GroupKind(), target.Namespace, target.Name)
+	b := fake.NewClientBuilder().WithScheme(scheme.Scheme()).
+		WithIndex(&v1alpha1.FieldPatch{}, index, func(client.Object) []string { return []string{key} })
+	refs := map[types.NamespacedName]heldTargets{}
+	for _, r := range referrers {
+		b = b.WithObjects(r.DeepCopy())
+		refs[client.ObjectKeyFromObject(r)] = heldTargets{{t: target}}
+	}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	return &Watches{reader: b.Build(), list: &v1alpha1.FieldPatchList{}, index: index, queue: q, refs: refs,
+		wrote:   map[targetcache.Target]map[types.NamespacedName]string{},
+		writing: map[targetcache.Target]map[types.NamespacedName]*[]string{},
+	}, q
 }
 
 func sameSet(a, b []string) bool {
