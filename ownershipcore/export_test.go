@@ -19,6 +19,5 @@ func RelinquishExpecting(ctx context.Context, a *Applier, obj *unstructured.Unst
 var (
 	Glob        = glob
 	NewContests = newContests
-	ReleasePlan = releasePlan
 	Holders     = holders
 )

@@ -111,11 +111,11 @@ func sameEntry(a, b ManagerKey) bool {
 	return a.Operation == metav1.ManagedFieldsOperationApply || a.APIVersion == b.APIVersion
 }
 
-// releasePlan computes the managed fields after manager lets fields go
+// ReleasePlan computes the managed fields after manager lets fields go
 // without a new owner: its Apply entry (main resource) loses them, no
 // other entry changes, values are untouched. It returns the new entries and
 // the fields released (those of fields manager owned).
-func releasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (ManagedFields, *fieldpath.Set) {
+func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (ManagedFields, *fieldpath.Set) {
 	ours := current.Applied(manager)
 	if ours == nil {
 		return current, fieldpath.NewSet()
@@ -160,7 +160,7 @@ func (a *Applier) HandBackFrom(ctx context.Context, obj, live *unstructured.Unst
 }
 
 // Release drops fields from manager's Apply entry on obj without giving
-// them to anyone (releasePlan): the values stay, unowned, and a later
+// them to anyone (ReleasePlan): the values stay, unowned, and a later
 // empty apply by manager no longer removes them. This is how a FieldPatch
 // with deletionPolicy Relinquish or Orphan lets go of fields it took. See
 // editManagedFields for the request. It returns the fields released.
@@ -172,7 +172,7 @@ func (a *Applier) Release(ctx context.Context, obj *unstructured.Unstructured, m
 // ReleaseFrom is Release starting from live, as HandBackFrom.
 func (a *Applier) ReleaseFrom(ctx context.Context, obj, live *unstructured.Unstructured, manager string, fields *fieldpath.Set) (*fieldpath.Set, *unstructured.Unstructured, error) {
 	released, after, err := a.editManagedFields(ctx, obj, live, manager, func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
-		return releasePlan(current, manager, fields)
+		return ReleasePlan(current, manager, fields)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("release fields of %s: %w", describe(obj), err)

@@ -163,6 +163,26 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 			done = append(done, fmt.Sprintf(format, n, kind, objectName(ref)))
 		}
 	}
+	if policy != v1alpha1.DeletionPolicyOrphan {
+		// Fields taken and fields added go in one request when they can
+		// (issue 11); otherwise in two steps below.
+		gb, err := applier.GiveBackFrom(ctx, ref, live, manager, r.givePlan(policy, ledger, manager))
+		switch {
+		case err == nil:
+			if policy == v1alpha1.DeletionPolicyRelinquish {
+				step(gb.Moved, metrics.StepRelinquish, "left %d fields the patch took on %s %s in place without an owner")
+			} else {
+				reason = ReasonHandedBack
+				step(gb.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners")
+			}
+			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
+			done = append(done, fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the %d fields the patch added were removed", manager, kind, objectName(ref), len(patchintent.Leaves(gb.Removed))))
+			r.reportGiveBack(obj, reason, done)
+			return nil
+		case !errors.Is(err, ownershipcore.ErrNoOneStep):
+			return err
+		}
+	}
 	var after *unstructured.Unstructured
 	switch policy {
 	case v1alpha1.DeletionPolicyOrphan:
@@ -211,6 +231,22 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	}
 	r.reportGiveBack(obj, reason, done)
 	return nil
+}
+
+// givePlan is the plan of managed fields of a deletion policy that gives
+// fields back before relinquishing the rest: HandBack moves the fields the
+// patch took to their previous owners, Relinquish releases them.
+func (r *Reconciler) givePlan(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, manager string) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldset.Set) {
+	if policy == v1alpha1.DeletionPolicyRelinquish {
+		taken := ledger.Taken()
+		return func(current ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldset.Set) {
+			return ownershipcore.ReleasePlan(current, manager, taken)
+		}
+	}
+	previous := ledger.Previous(nil)
+	return func(current ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldset.Set) {
+		return ownershipcore.HandBackPlan(current, manager, previous)
+	}
 }
 
 // reportGiveBack emits one event for a deletion's steps: HandedBack when

@@ -1,0 +1,273 @@
+package ownershipcore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// ErrNoOneStep is returned by GiveBackFrom when it sent nothing because
+// the give-back cannot be done in one request (see GiveBackFrom): the
+// caller gives back in two steps (HandBackFrom or ReleaseFrom, then
+// RelinquishFrom).
+var ErrNoOneStep = errors.New("the give-back needs two steps")
+
+// GiveBack is what GiveBackFrom did.
+type GiveBack struct {
+	// Moved are the fields plan moved (handed back or released).
+	Moved *fieldpath.Set
+	// Removed are the fields manager owned alone, removed with their
+	// values.
+	Removed *fieldpath.Set
+	// Object is the apiserver's answer.
+	Object *unstructured.Unstructured
+}
+
+// GiveBackFrom gives fields back and relinquishes the rest in one request
+// (issue 11): plan rewrites the managed fields (HandBackPlan moves the
+// fields manager took to their previous owners; ReleasePlan leaves them
+// without an owner), then every field manager owns alone is removed, as
+// an empty apply by manager would remove it (SSA docs, "Field management"),
+// and manager's entry goes. What the empty apply would leave is computed
+// locally with the apiserver's own field manager code from live (an
+// up-to-date copy: the cache, or an answer), and sent as one JSON patch
+// guarded by live's UID and resourceVersion that sets the new managed
+// fields and removes those values (the apiserver keeps managed fields a
+// request sets; a removed field leaves every set).
+//
+// It sends nothing and returns ErrNoOneStep when plan moves nothing (a
+// relinquish alone is one request already), when manager would own a list
+// item or map that holds another manager's field (see holders), when the
+// local result is not exactly "the fields of manager alone removed, no
+// other change", or when the apiserver refuses the patch (a stale copy, an
+// object invalid without those fields): the two-step path handles all of
+// these. An entry of manager the apiserver made from the patch (a removed
+// field it defaulted again counts as an Update of manager's) is dropped in
+// one more guarded patch; the defaulted value stays, as after an empty
+// apply.
+func (a *Applier) GiveBackFrom(ctx context.Context, obj, live *unstructured.Unstructured, manager string, plan func(ManagedFields) (ManagedFields, *fieldpath.Set)) (GiveBack, error) {
+	if live == nil || live.GetResourceVersion() == "" || (obj.GetUID() != "" && live.GetUID() != obj.GetUID()) {
+		return GiveBack{}, ErrNoOneStep
+	}
+	current, err := Owners(live)
+	if err != nil {
+		return GiveBack{}, err
+	}
+	next, moved := plan(current)
+	ours := next.Applied(manager)
+	if moved.Empty() || ours == nil {
+		return GiveBack{}, ErrNoOneStep
+	}
+	others := next.others(manager)
+	if !holders(others, ours.Fields).Empty() {
+		return GiveBack{}, ErrNoOneStep
+	}
+	out, alone, err := a.relinquished(live, next, manager)
+	if err != nil {
+		return GiveBack{}, fmt.Errorf("%w: %v", ErrNoOneStep, err)
+	}
+	ops, err := transformOps(live, out)
+	if err != nil {
+		return GiveBack{}, err
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return GiveBack{}, err
+	}
+	answer := live.DeepCopy()
+	if err := a.Client.Patch(ctx, answer, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return GiveBack{}, fmt.Errorf("%w: %v", ErrNoOneStep, err)
+		}
+		if apierrors.IsNotFound(err) {
+			return GiveBack{Moved: fieldpath.NewSet(), Removed: fieldpath.NewSet()}, nil
+		}
+		return GiveBack{}, fmt.Errorf("give back fields of %s: %w", describe(obj), err)
+	}
+	gb := GiveBack{Moved: moved, Removed: alone, Object: answer}
+	if after, err := Owners(answer); err == nil && len(after.of(manager)) > 0 {
+		// An entry of manager the apiserver made (a removed field it
+		// defaulted again is an Update of ours): drop it, values stay.
+		if _, answer, err = a.editManagedFields(ctx, obj, answer, manager, dropPlan(manager)); err != nil {
+			return gb, fmt.Errorf("give back fields of %s: %w", describe(obj), err)
+		}
+		if answer != nil {
+			gb.Object = answer
+		}
+	}
+	// A removed field the apiserver defaulted again stays, as after an
+	// empty apply; no leftover check is needed: the patch names every
+	// field it removes, and the apiserver keeps nothing of it.
+	return gb, nil
+}
+
+// relinquished computes, with the apiserver's field manager code, the
+// object an empty apply by manager leaves when live's managed fields are
+// entries: the fields manager owns alone removed, its entry gone. It
+// checks the result: nothing but those fields removed, no value changed,
+// every other entry as it was. It returns the object and the fields
+// removed.
+func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedFields, manager string) (*unstructured.Unstructured, *fieldpath.Set, error) {
+	encoded, err := entries.Encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	staged := live.DeepCopy()
+	staged.SetManagedFields(encoded)
+	fm, err := a.Schema.FieldManager(live.GroupVersionKind())
+	if err != nil {
+		return nil, nil, err
+	}
+	empty := &unstructured.Unstructured{}
+	empty.SetGroupVersionKind(live.GroupVersionKind())
+	empty.SetName(live.GetName())
+	empty.SetNamespace(live.GetNamespace())
+	res, err := fm.Apply(staged, empty, manager, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, ok := res.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil, fmt.Errorf("field manager returned %T", res)
+	}
+	after, err := Owners(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(after.of(manager)) > 0 {
+		return nil, nil, fmt.Errorf("field manager %q keeps an entry", manager)
+	}
+	// The other entries stay as they are (the field manager may order
+	// them anew).
+	want := map[ManagerKey]*fieldpath.Set{}
+	for _, e := range entries {
+		if e.Manager != manager && !e.Fields.Empty() {
+			want[e.ManagerKey] = e.Fields
+		}
+	}
+	if len(want) != len(after) {
+		return nil, nil, errors.New("the other entries changed")
+	}
+	for _, e := range after {
+		if w, ok := want[e.ManagerKey]; !ok || !w.Equals(e.Fields) {
+			return nil, nil, errors.New("the other entries changed")
+		}
+	}
+	lt, err := a.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(live.Object)})
+	if err != nil {
+		return nil, nil, err
+	}
+	ot, err := a.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(out.Object)})
+	if err != nil {
+		return nil, nil, err
+	}
+	cmp, err := lt.Compare(ot)
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := entries.Applied(manager).Fields
+	alone := ours.Difference(entries.others(manager))
+	// Removed may be the fields of manager alone, and the lists and maps
+	// above them they leave empty (an env list whose only item goes); any
+	// other field removed is reported by Compare too, and refused.
+	allowed := alone.Copy()
+	alone.Iterate(func(p fieldpath.Path) {
+		for i := 1; i < len(p); i++ {
+			allowed.Insert(p[:i].Copy())
+		}
+	})
+	if !cmp.Added.Empty() || !cmp.Modified.Empty() || !cmp.Removed.Difference(allowed).Empty() {
+		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (added %v, modified %v, removed besides them %v)",
+			cmp.Added, cmp.Modified, cmp.Removed.Difference(allowed))
+	}
+	return out, cmp.Removed, nil
+}
+
+// of returns the entries of manager, any operation.
+func (m ManagedFields) of(manager string) ManagedFields {
+	var out ManagedFields
+	for _, e := range m {
+		if e.Manager == manager {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// dropPlan removes every entry of manager; values stay.
+func dropPlan(manager string) func(ManagedFields) (ManagedFields, *fieldpath.Set) {
+	return func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
+		dropped := fieldpath.NewSet()
+		var out ManagedFields
+		for _, e := range current {
+			if e.Manager == manager {
+				dropped = dropped.Union(e.Fields)
+				continue
+			}
+			out = append(out, e)
+		}
+		return out, dropped
+	}
+}
+
+// transformOps are the JSON patch operations (RFC 6902) that turn live into
+// out, guarded by live's UID and resourceVersion: each top-level field and
+// each field of metadata that differs is replaced, added or removed whole,
+// managedFields included (an empty list is sent as one empty entry, which
+// resets them: SSA docs, "Clearing managedFields"). Server-set metadata
+// (resourceVersion, generation, uid, creationTimestamp) is left alone.
+func transformOps(live, out *unstructured.Unstructured) ([]map[string]interface{}, error) {
+	ops := guards(live)
+	diff := func(prefix string, a, b map[string]interface{}, skip map[string]bool) {
+		keys := map[string]bool{}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range b {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			if !skip[k] {
+				sorted = append(sorted, k)
+			}
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			va, ina := a[k]
+			vb, inb := b[k]
+			path := prefix + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+			switch {
+			case ina && !inb:
+				ops = append(ops, map[string]interface{}{"op": "remove", "path": path})
+			case !ina && inb:
+				ops = append(ops, map[string]interface{}{"op": "add", "path": path, "value": vb})
+			case !equality.Semantic.DeepEqual(va, vb):
+				ops = append(ops, map[string]interface{}{"op": "replace", "path": path, "value": vb})
+			}
+		}
+	}
+	diff("", live.Object, out.Object, map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "status": true})
+	lm, _ := live.Object["metadata"].(map[string]interface{})
+	om, _ := out.Object["metadata"].(map[string]interface{})
+	if lm == nil || om == nil {
+		return nil, fmt.Errorf("%s: no metadata", describe(live))
+	}
+	diff("/metadata", lm, om, map[string]bool{"managedFields": true, "resourceVersion": true, "generation": true, "uid": true, "creationTimestamp": true, "name": true, "namespace": true})
+	var entries interface{} = []interface{}{map[string]interface{}{}}
+	if mf, ok := om["managedFields"].([]interface{}); ok && len(mf) > 0 {
+		entries = mf
+	}
+	ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/managedFields", "value": entries})
+	return ops, nil
+}

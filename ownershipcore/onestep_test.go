@@ -1,0 +1,187 @@
+package ownershipcore_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// GiveBackFrom: a patch that took .data.a from base and added .data.x is
+// given back in one request: .data.a goes back to base (HandBack) or stays
+// without an owner (Relinquish) with the patched value, .data.x goes, and
+// no entry of the patch is left; other fields and owners are untouched.
+func TestGiveBackInOneRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		plan   func(previous ownershipcore.ManagedFields, taken *fieldpath.Set) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set)
+		owners map[string][]string
+	}{
+		{"hand back", func(previous ownershipcore.ManagedFields, _ *fieldpath.Set) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+			return func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+				return ownershipcore.HandBackPlan(m, "fp", previous)
+			}
+		}, map[string][]string{".data.a": {"base/Apply"}, ".data.b": {"base/Apply"}}},
+		{"relinquish", func(_ ownershipcore.ManagedFields, taken *fieldpath.Set) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+			return func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+				return ownershipcore.ReleasePlan(m, "fp", taken)
+			}
+		}, map[string][]string{".data.b": {"base/Apply"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			a, requests := newApplier(t)
+			name := "one-step-" + map[string]string{"hand back": "hb", "relinquish": "rq"}[tc.name]
+			base := applyAs(t, a.Client, "base", sprintf(configMap, name, `{"a":"1","b":"2"}`))
+			taken, err := ownershipcore.ParsePathSet([]string{".data.a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			previous, err := ownershipcore.PreviousOwners(base, taken, "fp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			intent := obj(t, sprintf(configMap, name, `{"a":"patched","x":"added"}`))
+			res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := requests.writes.Load()
+			gb, err := a.GiveBackFrom(ctx, intent, res.Object, "fp", tc.plan(previous, taken))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := requests.writes.Load() - before; n != 1 {
+				t.Errorf("%d writes, want 1", n)
+			}
+			if got := ownershipcore.FormatSet(gb.Moved); !reflect.DeepEqual(got, []string{".data.a"}) {
+				t.Errorf("moved %v, want .data.a", got)
+			}
+			live := get(t, a.Client, intent)
+			data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+			if want := map[string]string{"a": "patched", "b": "2"}; !reflect.DeepEqual(data, want) {
+				t.Errorf("data = %v, want %v", data, want)
+			}
+			if got := owners(t, live); !reflect.DeepEqual(got, tc.owners) {
+				t.Errorf("owners = %v, want %v", got, tc.owners)
+			}
+		})
+	}
+}
+
+// A stale copy (another manager wrote since) sends one refused patch and
+// changes nothing: GiveBackFrom says ErrNoOneStep, and the two-step path
+// takes over from a fresh read.
+func TestGiveBackFromStaleCopy(t *testing.T) {
+	ctx := context.Background()
+	a, requests := newApplier(t)
+	base := applyAs(t, a.Client, "base", sprintf(configMap, "one-step-stale", `{"a":"1"}`))
+	taken, err := ownershipcore.ParsePathSet([]string{".data.a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := ownershipcore.PreviousOwners(base, taken, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := obj(t, sprintf(configMap, "one-step-stale", `{"a":"patched","x":"added"}`))
+	res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAs(t, a.Client, "other", sprintf(configMap, "one-step-stale", `{"o":"3"}`))
+	before := requests.writes.Load()
+	_, err = a.GiveBackFrom(ctx, intent, res.Object, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+		return ownershipcore.HandBackPlan(m, "fp", previous)
+	})
+	if !errors.Is(err, ownershipcore.ErrNoOneStep) {
+		t.Fatalf("GiveBackFrom on a stale copy: %v, want ErrNoOneStep", err)
+	}
+	if n := requests.writes.Load() - before; n != 1 {
+		t.Errorf("%d writes, want the one refused patch", n)
+	}
+	live := get(t, a.Client, intent)
+	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+	if want := map[string]string{"a": "patched", "x": "added", "o": "3"}; !reflect.DeepEqual(data, want) {
+		t.Errorf("data = %v, want %v (untouched)", data, want)
+	}
+	want := map[string][]string{".data.a": {"fp/Apply"}, ".data.x": {"fp/Apply"}, ".data.o": {"other/Apply"}}
+	if got := owners(t, live); !reflect.DeepEqual(got, want) {
+		t.Errorf("owners = %v, want %v (untouched)", got, want)
+	}
+}
+
+const imageDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"%s","namespace":"default"},
+"spec":{"replicas":1,"selector":{"matchLabels":{"app":"%[1]s"}},"template":{"metadata":{"labels":{"app":"%[1]s"}},
+"spec":{"containers":[{"name":"app","image":"nginx:1.27"}]}}}}`
+
+// A Deployment: the patch took replicas from helm, added an env var to
+// helm's container and set imagePullPolicy, which the apiserver defaults
+// again once removed. One patch gives replicas back and removes the env
+// var; the defaulted imagePullPolicy comes back as an Update of the patch's
+// manager, which one more guarded patch drops. No entry of the patch is
+// left, helm keeps every field it had, and the container stays.
+func TestGiveBackFromDefaultedField(t *testing.T) {
+	ctx := context.Background()
+	a, requests := newApplier(t)
+	base := applyAs(t, a.Client, "helm", sprintf(imageDeployment, "one-step-defaults"))
+	helmBefore := owners(t, base)
+	taken, err := ownershipcore.ParsePathSet([]string{".spec.replicas"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := ownershipcore.PreviousOwners(base, taken, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"one-step-defaults","namespace":"default"},
+"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"app","imagePullPolicy":"Always","env":[{"name":"HTTP_PROXY","value":"http://proxy:3128"}]}]}}}}`)
+	res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := requests.writes.Load()
+	if _, err := a.GiveBackFrom(ctx, intent, res.Object, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+		return ownershipcore.HandBackPlan(m, "fp", previous)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.writes.Load() - before; n > 2 {
+		t.Errorf("%d writes, want at most 2", n)
+	}
+	live := get(t, a.Client, intent)
+	after := owners(t, live)
+	for p, ms := range after {
+		for _, m := range ms {
+			if strings.HasPrefix(m, "fp/") {
+				t.Errorf("fp still owns %s (%s)", p, m)
+			}
+		}
+	}
+	for p, ms := range helmBefore {
+		if slices.Contains(ms, "helm/Apply") && !slices.Contains(after[p], "helm/Apply") {
+			t.Errorf("helm lost %s", p)
+		}
+	}
+	if r, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); r != 3 {
+		t.Errorf("replicas = %d, want 3 (the value stays with its owner)", r)
+	}
+	cs, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 {
+		t.Fatalf("containers = %v", cs)
+	}
+	c := cs[0].(map[string]interface{})
+	if _, has := c["env"]; has {
+		t.Errorf("env = %v, want it removed", c["env"])
+	}
+	if c["imagePullPolicy"] != "IfNotPresent" || c["image"] != "nginx:1.27" {
+		t.Errorf("container = %v, want helm's image and the default pull policy", c)
+	}
+}
