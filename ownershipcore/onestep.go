@@ -186,6 +186,11 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 			allowed.Insert(p[:i].Copy())
 		}
 	})
+	// And every field of manager alone goes: none is left without an
+	// owner.
+	if kept := alone.Leaves().Difference(cmp.Removed); !kept.Empty() {
+		return nil, nil, fmt.Errorf("the empty apply would keep fields of the manager alone: %v", kept)
+	}
 	if !cmp.Added.Empty() || !cmp.Modified.Empty() || !cmp.Removed.Difference(allowed).Empty() {
 		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (added %v, modified %v, removed besides them %v)",
 			cmp.Added, cmp.Modified, cmp.Removed.Difference(allowed))

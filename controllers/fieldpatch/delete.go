@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
@@ -181,6 +182,8 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 			return nil
 		case !errors.Is(err, ownershipcore.ErrNoOneStep):
 			return err
+		default:
+			log.FromContext(ctx).V(1).Info("giving back in two steps", "target", objectName(ref), "why", ownershipcore.SafeMessage(err))
 		}
 	}
 	var after *unstructured.Unstructured
