@@ -68,7 +68,8 @@ func conflictsFrom(err error, intent *fieldpath.Set) ([]Conflict, bool) {
 	}
 	byString := map[string]fieldpath.Path{}
 	if intent != nil {
-		intent.Iterate(func(p fieldpath.Path) { byString[p.String()] = p })
+		// Iterate reuses its path: keep a copy.
+		intent.Iterate(func(p fieldpath.Path) { byString[p.String()] = p.Copy() })
 	}
 	var out []Conflict
 	for _, cause := range details.Causes {
