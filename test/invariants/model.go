@@ -104,6 +104,22 @@ func (s *snapshot) othersHold(manager string, p fieldpath.Path) bool {
 	return false
 }
 
+// keyOfHeldItem reports whether p is a key field of a list item under
+// which a manager other than manager owns a field: the item stays with
+// that field, and with its key (an empty apply leaves them too).
+func (s *snapshot) keyOfHeldItem(manager string, p fieldpath.Path) bool {
+	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+		return false
+	}
+	isKey := false
+	for _, f := range *p[len(p)-2].Key {
+		if f.Name == *p[len(p)-1].FieldName {
+			isKey = true
+		}
+	}
+	return isKey && s.othersHold(manager, p[:len(p)-1])
+}
+
 // under is the part of set below p.
 func under(set *fieldpath.Set, p fieldpath.Path) *fieldpath.Set {
 	for _, pe := range p {
@@ -185,8 +201,9 @@ type record struct {
 	// the manager that took it in between is a matter of policy, so only
 	// the value is checked at release.
 	contested bool
-	// ambiguous: a third manager removed the field while the patch held it;
-	// nothing but (5) is checked at release.
+	// ambiguous: a third manager, or one of several previous owners,
+	// removed the field while the patch held it; nothing but (5) is
+	// checked at release.
 	ambiguous bool
 }
 
@@ -316,7 +333,17 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 			rec.dropped[o] = true // it removed or relinquished the field
 		}
 	}
-	if isOwner || !before.ownsAny(pm.manager, p) || written.ownsAny(pm.manager, p) {
+	if isOwner {
+		// One previous owner removed the field: the apiserver drops it from
+		// every owner's set, so nothing on the object says the others did
+		// not let it go too (fieldops forgets it for all of them, and a
+		// repair adds it anew). Only (5) is checked then.
+		if had && !has && len(rec.liveOwners()) > 0 {
+			rec.ambiguous = true
+		}
+		return
+	}
+	if !before.ownsAny(pm.manager, p) || written.ownsAny(pm.manager, p) {
 		return
 	}
 	if had && !has {
@@ -384,7 +411,7 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		}
 		return out
 	}
-	if after.othersHold(pm.manager, p) || m.gone(after, p) {
+	if after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) {
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
