@@ -175,15 +175,19 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 	if err != nil {
 		return nil, nil, err
 	}
-	ours := entries.Applied(manager).Fields
-	alone := ours.Difference(entries.others(manager))
+	others := entries.others(manager)
+	alone := entries.Applied(manager).Fields.Difference(others)
 	// Removed may be the fields of manager alone, and the lists and maps
-	// above them they leave empty (an env list whose only item goes); any
-	// other field removed is reported by Compare too, and refused.
+	// above them they leave empty (an env list whose only item goes),
+	// unless another manager owns that list or map (a map an Update
+	// manager set, emptied by the removal: it must stay). Any other field
+	// removed is reported by Compare too, and refused.
 	allowed := alone.Copy()
 	alone.Iterate(func(p fieldpath.Path) {
 		for i := 1; i < len(p); i++ {
-			allowed.Insert(p[:i].Copy())
+			if prefix := p[:i]; !others.Has(prefix) {
+				allowed.Insert(prefix.Copy())
+			}
 		}
 	})
 	// And every field of manager alone goes: none is left without an
@@ -195,7 +199,49 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (added %v, modified %v, removed besides them %v)",
 			cmp.Added, cmp.Modified, cmp.Removed.Difference(allowed))
 	}
+	// Compare does not see every change (a map left null where it held
+	// fields): the fields present before and after must agree too, and
+	// the result must hold no null, which JSON patch would write as it is.
+	before, err := lt.ToFieldSet()
+	if err != nil {
+		return nil, nil, err
+	}
+	after2, err := ot.ToFieldSet()
+	if err != nil {
+		return nil, nil, err
+	}
+	if gone := before.Difference(after2); !gone.Difference(allowed).Empty() || !after2.Difference(before).Empty() {
+		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (gone besides them %v)", gone.Difference(allowed))
+	}
+	if hasNull(WithoutManagedFields(out.Object)) {
+		return nil, nil, errors.New("the empty apply would leave a null")
+	}
 	return out, cmp.Removed, nil
+}
+
+// hasNull reports whether v holds a null (nil) value anywhere below it,
+// status left out.
+func hasNull(v interface{}) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]interface{}:
+		for k, e := range t {
+			if k == "status" {
+				continue
+			}
+			if hasNull(e) {
+				return true
+			}
+		}
+	case []interface{}:
+		for _, e := range t {
+			if hasNull(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // of returns the entries of manager, any operation.
