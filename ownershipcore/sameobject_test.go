@@ -90,3 +90,26 @@ func parse(t *testing.T, y string) *unstructured.Unstructured {
 	}
 	return u
 }
+
+// hasNull finds a null anywhere but in status: the one-patch give-back
+// never writes one.
+func TestHasNull(t *testing.T) {
+	for _, tc := range []struct {
+		obj  string
+		want bool
+	}{
+		{`{"spec": {"a": {"b": 1}, "l": [{"x": "y"}]}}`, false},
+		{`{"spec": {"a": null}}`, true},
+		{`{"spec": {"l": [{"x": null}]}}`, true},
+		{`{"spec": {"l": [null]}}`, true},
+		{`{"status": {"a": null}, "spec": {}}`, false},
+	} {
+		var m map[string]interface{}
+		if err := yaml.Unmarshal([]byte(tc.obj), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := hasNull(m); got != tc.want {
+			t.Errorf("hasNull(%s) = %v, want %v", tc.obj, got, tc.want)
+		}
+	}
+}
