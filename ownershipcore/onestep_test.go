@@ -39,22 +39,10 @@ func TestGiveBackInOneRequest(t *testing.T) {
 			ctx := context.Background()
 			a, requests := newApplier(t)
 			name := "one-step-" + map[string]string{"hand back": "hb", "relinquish": "rq"}[tc.name]
-			base := applyAs(t, a.Client, "base", sprintf(configMap, name, `{"a":"1","b":"2"}`))
-			taken, err := ownershipcore.ParsePathSet([]string{".data.a"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			previous, err := ownershipcore.PreviousOwners(base, taken, "fp")
-			if err != nil {
-				t.Fatal(err)
-			}
-			intent := obj(t, sprintf(configMap, name, `{"a":"patched","x":"added"}`))
-			res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := forcedPatch(t, a, "base", sprintf(configMap, name, `{"a":"1","b":"2"}`), sprintf(configMap, name, `{"a":"patched","x":"added"}`), ".data.a")
+			intent := f.intent
 			before := requests.writes.Load()
-			gb, err := a.GiveBackFrom(ctx, intent, res.Object, "fp", tc.plan(previous, taken))
+			gb, err := a.GiveBackFrom(ctx, intent, f.applied, "fp", tc.plan(f.previous, f.taken))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,23 +70,11 @@ func TestGiveBackInOneRequest(t *testing.T) {
 func TestGiveBackFromStaleCopy(t *testing.T) {
 	ctx := context.Background()
 	a, requests := newApplier(t)
-	base := applyAs(t, a.Client, "base", sprintf(configMap, "one-step-stale", `{"a":"1"}`))
-	taken, err := ownershipcore.ParsePathSet([]string{".data.a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	previous, err := ownershipcore.PreviousOwners(base, taken, "fp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	intent := obj(t, sprintf(configMap, "one-step-stale", `{"a":"patched","x":"added"}`))
-	res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := forcedPatch(t, a, "base", sprintf(configMap, "one-step-stale", `{"a":"1"}`), sprintf(configMap, "one-step-stale", `{"a":"patched","x":"added"}`), ".data.a")
+	intent, previous := f.intent, f.previous
 	applyAs(t, a.Client, "other", sprintf(configMap, "one-step-stale", `{"o":"3"}`))
 	before := requests.writes.Load()
-	_, err = a.GiveBackFrom(ctx, intent, res.Object, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+	_, err := a.GiveBackFrom(ctx, intent, f.applied, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
 		return ownershipcore.HandBackPlan(m, "fp", previous)
 	})
 	if !errors.Is(err, ownershipcore.ErrNoOneStep) {
@@ -131,24 +107,12 @@ const imageDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":
 func TestGiveBackFromDefaultedField(t *testing.T) {
 	ctx := context.Background()
 	a, requests := newApplier(t)
-	base := applyAs(t, a.Client, "helm", sprintf(imageDeployment, "one-step-defaults"))
-	helmBefore := owners(t, base)
-	taken, err := ownershipcore.ParsePathSet([]string{".spec.replicas"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	previous, err := ownershipcore.PreviousOwners(base, taken, "fp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	intent := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"one-step-defaults","namespace":"default"},
-"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"app","imagePullPolicy":"Always","env":[{"name":"HTTP_PROXY","value":"http://proxy:3128"}]}]}}}}`)
-	res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := forcedPatch(t, a, "helm", sprintf(imageDeployment, "one-step-defaults"),
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"one-step-defaults","namespace":"default"},
+"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"app","imagePullPolicy":"Always","env":[{"name":"HTTP_PROXY","value":"http://proxy:3128"}]}]}}}}`, ".spec.replicas")
+	intent, previous, helmBefore := f.intent, f.previous, owners(t, f.base)
 	before := requests.writes.Load()
-	if _, err := a.GiveBackFrom(ctx, intent, res.Object, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
+	if _, err := a.GiveBackFrom(ctx, intent, f.applied, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
 		return ownershipcore.HandBackPlan(m, "fp", previous)
 	}); err != nil {
 		t.Fatal(err)
@@ -184,4 +148,32 @@ func TestGiveBackFromDefaultedField(t *testing.T) {
 	if c["imagePullPolicy"] != "IfNotPresent" || c["image"] != "nginx:1.27" {
 		t.Errorf("container = %v, want helm's image and the default pull policy", c)
 	}
+}
+
+// forced is a patch forced by the field manager "fp" over another's object.
+type forced struct {
+	base, intent, applied *unstructured.Unstructured  // as owner applied it; fp's intent; the apply's answer
+	previous              ownershipcore.ManagedFields // owner's record as previous owner of taken
+	taken                 *fieldpath.Set
+}
+
+// forcedPatch applies base as owner, then intent as fp with Force, taking
+// the fields at taken (in the ownership core's path form) from owner.
+func forcedPatch(t *testing.T, a *ownershipcore.Applier, owner, base, intent string, taken ...string) forced {
+	t.Helper()
+	b := applyAs(t, a.Client, owner, base)
+	set, err := ownershipcore.ParsePathSet(taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous, err := ownershipcore.PreviousOwners(b, set, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := obj(t, intent)
+	res, err := a.Apply(context.Background(), in, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return forced{base: b, intent: in, applied: res.Object, previous: previous, taken: set}
 }
