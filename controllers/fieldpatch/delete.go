@@ -176,8 +176,10 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 				reason = ReasonHandedBack
 				step(gb.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners")
 			}
-			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
-			done = append(done, fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the %d fields the patch added were removed", manager, kind, objectName(ref), len(patchintent.Leaves(gb.Removed))))
+			if n := len(patchintent.Leaves(gb.Removed)); n > 0 {
+				metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
+				done = append(done, fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the %d fields the patch added were removed", manager, kind, objectName(ref), n))
+			}
 			r.reportGiveBack(obj, reason, done)
 			return nil
 		case !errors.Is(err, ownershipcore.ErrNoOneStep):
