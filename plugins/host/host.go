@@ -177,9 +177,11 @@ func (h *Host) call(ctx context.Context, name, method string, fn func(ctx contex
 	switch {
 	case errors.Is(err, sdk.ErrMalformedAnswer):
 		reason = "malformed"
-	case ctx.Err() != nil, status.Code(err) == codes.DeadlineExceeded:
+	case ctx.Err() != nil, status.Code(err) == codes.DeadlineExceeded, pastDeadline(ctx):
 		// gRPC may report the deadline (its own timer) a moment before
-		// ctx.Err() is set: either is the timeout.
+		// ctx.Err() is set, and the plugin's copy of the deadline may fire
+		// first, its answer (an error of its own) arriving before either:
+		// any failure that ends past the deadline is the timeout.
 		reason = "timeout"
 		err = fmt.Errorf("plugin %q: %s timed out after %s: %w", name, method, h.opts.Timeout, err)
 	default:
@@ -308,4 +310,11 @@ func (h *Host) IgnoredPaths(ctx context.Context, names []string, obj *unstructur
 		set = set.Union(paths)
 	}
 	return set, failed, nil
+}
+
+// pastDeadline reports whether ctx's deadline has passed, whether or not
+// its timer has fired yet.
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
