@@ -140,6 +140,10 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 	if !ok {
 		return nil, nil, fmt.Errorf("field manager returned %T", res)
 	}
+	// structured-merge-diff leaves a map whose last field it removed as
+	// null, which a CRD's schema refuses (the apiserver's own empty apply
+	// fails the same way): the map stays, empty.
+	emptyNullMaps(out.Object, live.Object)
 	after, err := Owners(out)
 	if err != nil {
 		return nil, nil, err
@@ -210,13 +214,48 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 	if err != nil {
 		return nil, nil, err
 	}
-	if gone := before.Difference(after2); !gone.Difference(allowed).Empty() || !after2.Difference(before).Empty() {
+	// (A map emptied by the removal is a path of its own after, a parent
+	// before.)
+	if gone := before.Difference(after2); !gone.Difference(allowed).Empty() || !after2.Difference(withParents(before)).Empty() {
 		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (gone besides them %v)", gone.Difference(allowed))
 	}
 	if hasNull(WithoutManagedFields(out.Object)) {
 		return nil, nil, errors.New("the empty apply would leave a null")
 	}
 	return out, cmp.Removed, nil
+}
+
+// emptyNullMaps sets every null in out where before holds a map to an
+// empty map, walking maps by key and lists of the same length by index
+// (the lists and maps out and before share; a list that lost items is not
+// walked, and its nulls stay for hasNull to refuse).
+func emptyNullMaps(out, before map[string]interface{}) {
+	for k, v := range out {
+		b, ok := before[k]
+		if !ok {
+			continue
+		}
+		switch bv := b.(type) {
+		case map[string]interface{}:
+			if v == nil {
+				out[k] = map[string]interface{}{}
+			} else if ov, ok := v.(map[string]interface{}); ok {
+				emptyNullMaps(ov, bv)
+			}
+		case []interface{}:
+			ov, ok := v.([]interface{})
+			if !ok || len(ov) != len(bv) {
+				continue
+			}
+			for i := range ov {
+				om, ok1 := ov[i].(map[string]interface{})
+				bm, ok2 := bv[i].(map[string]interface{})
+				if ok1 && ok2 {
+					emptyNullMaps(om, bm)
+				}
+			}
+		}
+	}
 }
 
 // hasNull reports whether v holds a null (nil) value anywhere below it,

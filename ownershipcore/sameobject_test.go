@@ -113,3 +113,30 @@ func TestHasNull(t *testing.T) {
 		}
 	}
 }
+
+// emptyNullMaps gives back, as an empty map, a map the local empty apply
+// left null, where it can line the two objects up.
+func TestEmptyNullMaps(t *testing.T) {
+	for _, tc := range []struct{ out, before, want string }{
+		{`{"spec": {"params": null}}`, `{"spec": {"params": {"k": "1"}}}`, `{"spec": {"params": {}}}`},
+		{`{"spec": {"items": [{"name": "x", "params": null}]}}`, `{"spec": {"items": [{"name": "x", "params": {"k": "1"}}]}}`, `{"spec": {"items": [{"name": "x", "params": {}}]}}`},
+		// A list that lost items is not lined up: the null stays.
+		{`{"spec": {"items": [{"params": null}]}}`, `{"spec": {"items": [{"name": "a"}, {"params": {"k": "1"}}]}}`, `{"spec": {"items": [{"params": null}]}}`},
+		// A null where there was no map stays.
+		{`{"spec": {"s": null}}`, `{"spec": {"s": "v"}}`, `{"spec": {"s": null}}`},
+	} {
+		var out, before, want map[string]interface{}
+		for _, p := range []struct {
+			s string
+			m *map[string]interface{}
+		}{{tc.out, &out}, {tc.before, &before}, {tc.want, &want}} {
+			if err := yaml.Unmarshal([]byte(p.s), p.m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		emptyNullMaps(out, before)
+		if !equality.Semantic.DeepEqual(out, want) {
+			t.Errorf("emptyNullMaps(%s, %s) = %v, want %s", tc.out, tc.before, out, tc.want)
+		}
+	}
+}
