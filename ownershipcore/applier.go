@@ -100,6 +100,12 @@ type Result struct {
 	Kept *fieldpath.Set
 }
 
+// Wrote reports whether the apply wrote the object (created or
+// configured it).
+func (r Result) Wrote() bool {
+	return r.Action == ActionCreated || r.Action == ActionConfigured
+}
+
 // Applier applies intents with Server-Side Apply. It reads live objects
 // through Reader (an informer cache, so a steady-state Apply costs no
 // request) and decides locally, with the apiserver's own field manager

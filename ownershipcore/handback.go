@@ -497,10 +497,7 @@ func (a *Applier) removeLeftovers(ctx context.Context, obj, applied *unstructure
 		ops := guards(live)
 		for _, top := range topPaths(left) {
 			v, found, _ := unstructured.NestedFieldNoCopy(cleaned.Object, top...)
-			ptr := ""
-			for _, n := range top { // a JSON pointer (RFC 6901)
-				ptr += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(n)
-			}
+			ptr := jsonPointer(top...)
 			if found {
 				ops = append(ops, map[string]interface{}{"op": "replace", "path": ptr, "value": v})
 			} else {

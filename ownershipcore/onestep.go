@@ -95,7 +95,7 @@ func (a *Applier) GiveBackFrom(ctx context.Context, obj, live *unstructured.Unst
 		return GiveBack{}, fmt.Errorf("give back fields of %s: %w", describe(obj), err)
 	}
 	gb := GiveBack{Moved: moved, Removed: alone, Object: answer}
-	if after, err := Owners(answer); err == nil && len(after.of(manager)) > 0 {
+	if HasManager(answer, manager) {
 		// An entry of manager the apiserver made (a removed field it
 		// defaulted again is an Update of ours): drop it, values stay.
 		if _, answer, err = a.editManagedFields(ctx, obj, answer, manager, dropPlan(manager)); err != nil {
@@ -148,7 +148,7 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(after.of(manager)) > 0 {
+	if HasManager(out, manager) {
 		return nil, nil, fmt.Errorf("field manager %q keeps an entry", manager)
 	}
 	// The other entries stay as they are (the field manager may order
@@ -175,17 +175,11 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 	if err != nil {
 		return nil, nil, err
 	}
-	cmp, err := lt.Compare(ot)
-	if err != nil {
-		return nil, nil, err
-	}
 	others := entries.others(manager)
 	alone := entries.Applied(manager).Fields.Difference(others)
-	// Removed may be the fields of manager alone, and the lists and maps
+	// What may go: the fields of manager alone, and the lists and maps
 	// above them they leave empty (an env list whose only item goes),
-	// unless another manager owns that list or map (a map an Update
-	// manager set, emptied by the removal: it must stay). Any other field
-	// removed is reported by Compare too, and refused.
+	// unless another manager owns that list or map (then it stays, empty).
 	allowed := alone.Copy()
 	alone.Iterate(func(p fieldpath.Path) {
 		for i := 1; i < len(p); i++ {
@@ -194,35 +188,37 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 			}
 		}
 	})
-	// And every field of manager alone goes: none is left without an
-	// owner.
-	if kept := alone.Leaves().Difference(cmp.Removed); !kept.Empty() {
-		return nil, nil, fmt.Errorf("the empty apply would keep fields of the manager alone: %v", kept)
-	}
-	if !cmp.Added.Empty() || !cmp.Modified.Empty() || !cmp.Removed.Difference(allowed).Empty() {
-		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (added %v, modified %v, removed besides them %v)",
-			cmp.Added, cmp.Modified, cmp.Removed.Difference(allowed))
-	}
-	// Compare does not see every change (a map left null where it held
-	// fields): the fields present before and after must agree too, and
-	// the result must hold no null, which JSON patch would write as it is.
+	// What goes, from the fields present before and after (Compare
+	// misses a map left null where it held fields); a map emptied by the
+	// removal is a path of its own after, a parent before.
 	before, err := lt.ToFieldSet()
 	if err != nil {
 		return nil, nil, err
 	}
-	after2, err := ot.ToFieldSet()
+	kept, err := ot.ToFieldSet()
 	if err != nil {
 		return nil, nil, err
 	}
-	// (A map emptied by the removal is a path of its own after, a parent
-	// before.)
-	if gone := before.Difference(after2); !gone.Difference(allowed).Empty() || !after2.Difference(withParents(before)).Empty() {
+	gone := before.Difference(kept)
+	if left := alone.Leaves().Difference(gone); !left.Empty() {
+		return nil, nil, fmt.Errorf("the empty apply would keep fields of the manager alone: %v", left)
+	}
+	if !gone.Difference(allowed).Empty() || !kept.Difference(withParents(before)).Empty() {
 		return nil, nil, fmt.Errorf("the empty apply would change more than the fields of the manager alone (gone besides them %v)", gone.Difference(allowed))
 	}
+	// And no value changes.
+	cmp, err := lt.Compare(ot)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !cmp.Added.Empty() || !cmp.Modified.Empty() {
+		return nil, nil, fmt.Errorf("the empty apply would change values (added %v, modified %v)", cmp.Added, cmp.Modified)
+	}
+	// JSON patch would write a null as it is.
 	if hasNull(WithoutManagedFields(out.Object)) {
 		return nil, nil, errors.New("the empty apply would leave a null")
 	}
-	return out, cmp.Removed, nil
+	return out, gone, nil
 }
 
 // emptyNullMaps sets every null in out where before holds a map to an
@@ -283,17 +279,6 @@ func hasNull(v interface{}) bool {
 	return false
 }
 
-// of returns the entries of manager, any operation.
-func (m ManagedFields) of(manager string) ManagedFields {
-	var out ManagedFields
-	for _, e := range m {
-		if e.Manager == manager {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // dropPlan removes every entry of manager; values stay.
 func dropPlan(manager string) func(ManagedFields) (ManagedFields, *fieldpath.Set) {
 	return func(current ManagedFields) (ManagedFields, *fieldpath.Set) {
@@ -308,6 +293,15 @@ func dropPlan(manager string) func(ManagedFields) (ManagedFields, *fieldpath.Set
 		}
 		return out, dropped
 	}
+}
+
+// jsonPointer is the JSON pointer (RFC 6901) of the field names.
+func jsonPointer(names ...string) string {
+	ptr := ""
+	for _, n := range names {
+		ptr += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(n)
+	}
+	return ptr
 }
 
 // transformOps are the JSON patch operations (RFC 6902) that turn live into
@@ -336,7 +330,7 @@ func transformOps(live, out *unstructured.Unstructured) ([]map[string]interface{
 		for _, k := range sorted {
 			va, ina := a[k]
 			vb, inb := b[k]
-			path := prefix + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+			path := prefix + jsonPointer(k)
 			switch {
 			case ina && !inb:
 				ops = append(ops, map[string]interface{}{"op": "remove", "path": path})

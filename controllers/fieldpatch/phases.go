@@ -191,7 +191,10 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	}
 	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
 		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current})
-		return written(p.res, err) // its watch event is our own write
+		if err == nil && p.res.Wrote() {
+			return p.res.Object // its watch event is our own write
+		}
+		return nil
 	})
 	err = tenant.Explain(p.account, err)
 	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
@@ -220,19 +223,11 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	return skeleton.Next(), nil
 }
 
-// written is the answer of an apply that wrote, nil when it did not.
-func written(res ownershipcore.Result, err error) *unstructured.Unstructured {
-	if err == nil && (res.Action == ownershipcore.ActionConfigured || res.Action == ownershipcore.ActionCreated) {
-		return res.Object
-	}
-	return nil
-}
-
 // phaseApplied reports what the apply did (an event; a repair counts in
 // the contest) and writes the record and the owned fields into status.
 func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, error) {
 	st := p.obj.PatchStatus()
-	if p.res.Action == ownershipcore.ActionConfigured || p.res.Action == ownershipcore.ActionCreated {
+	if p.res.Wrote() {
 		st.LastAppliedTime = &metav1.Time{Time: p.now}
 		r.appliedEvent(p)
 	} else if d := r.contests.Settle(p.key, p.now); d > 0 {

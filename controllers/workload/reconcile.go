@@ -327,7 +327,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 			FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
 			Live: live, Absent: live == nil, // the read the drift check decided on; nothing wrote since
 		})
-		if err == nil && (res.Action == ownershipcore.ActionCreated || res.Action == ownershipcore.ActionConfigured) {
+		if err == nil && res.Wrote() {
 			return res.Object // its watch event is our own write
 		}
 		return nil

@@ -63,7 +63,7 @@ type Watches struct {
 	// since the referrer's last Sweep.
 	refs map[types.NamespacedName]heldTargets
 	// wrote are, per target, the resourceVersions referrers' own writes
-	// left it at (see Wrote).
+	// left it at (see recordWrite).
 	wrote map[targetcache.Target]map[types.NamespacedName]string
 	// writing are, per target, the referrers writing it now, with the
 	// resourceVersions of the events that came meanwhile (see Write).
@@ -200,14 +200,14 @@ func (w *Watches) release(referrer types.NamespacedName) {
 	delete(w.refs, referrer)
 }
 
-// Wrote records that referrer's own write left target (the server's
+// recordWrite records that referrer's own write left target (the server's
 // answer) at its resourceVersion: the watch event of that write is not
 // queued for referrer (its reconcile would only see its own write, through
 // a cache of referrer that may not hold the status just written yet: a
 // second reconcile, a fresh read and a status write for nothing; issue
 // 11). Other referrers of the target are queued as usual, and any other
 // version of the target queues referrer too.
-func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructured) {
+func (w *Watches) recordWrite(referrer client.Object, target *unstructured.Unstructured) {
 	if w == nil || target == nil || target.GetResourceVersion() == "" {
 		return
 	}
@@ -230,7 +230,7 @@ func (w *Watches) Wrote(referrer client.Object, target *unstructured.Unstructure
 // manager the watch wins about as often as not, issue 11): the events of
 // target that come while write runs are held back for referrer, and are
 // queued for it afterwards only if one of them was not its own write. The
-// write is then recorded as Wrote does, unless its event came already.
+// write is then recorded (recordWrite), unless its event came already.
 // Other referrers of target are queued as usual. A write that panics
 // counts as no write.
 func (w *Watches) Write(referrer client.Object, target *unstructured.Unstructured, write func() *unstructured.Unstructured) {
@@ -277,7 +277,7 @@ func (w *Watches) open(referrer client.Object, target *unstructured.Unstructured
 		q := w.queue
 		w.mu.Unlock()
 		if rv != "" && !ours {
-			w.Wrote(referrer, written)
+			w.recordWrite(referrer, written)
 		}
 		if other && q != nil {
 			q.Add(reconcile.Request{NamespacedName: key})
@@ -287,7 +287,7 @@ func (w *Watches) open(referrer client.Object, target *unstructured.Unstructured
 
 // TargetChanged implements targetcache.Sink: it queues every List item
 // whose Index holds t's Key, but not a referrer whose own write left t at
-// rv (see Wrote), nor one writing t now (see Write).
+// rv (see recordWrite), nor one writing t now (see Write).
 func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	w.mu.Lock()
 	q := w.queue
