@@ -95,10 +95,17 @@ func conflictsFrom(err error, intent *fieldpath.Set) ([]Conflict, bool) {
 	}
 	// The apiserver lists conflicts in map order: sort them, so that the
 	// same conflicts always read the same (no status rewrite, no repeated
-	// event, on every reconcile).
-	sort.SliceStable(out, func(i, j int) bool {
+	// event, on every reconcile). One manager may own a field twice, by
+	// Apply and by Update, so the operation is part of the order.
+	sort.Slice(out, func(i, j int) bool {
 		pi, pj := out[i].Path.String(), out[j].Path.String()
-		return pi < pj || pi == pj && out[i].Manager < out[j].Manager
+		if pi != pj {
+			return pi < pj
+		}
+		if out[i].Manager != out[j].Manager {
+			return out[i].Manager < out[j].Manager
+		}
+		return out[i].Operation < out[j].Operation
 	})
 	return out, len(out) > 0
 }
