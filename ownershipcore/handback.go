@@ -382,9 +382,23 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			return Result{}, staleError{err}
 		}
 		if apierrors.IsInvalid(err) {
+			// structured-merge-diff leaves a map whose last field the
+			// empty apply removes as null, which a custom resource's
+			// schema refuses: the same removal, computed locally with
+			// that map kept empty, goes in one guarded patch instead.
+			current, oerr := Owners(live)
+			if oerr != nil {
+				return Result{}, oerr
+			}
+			gb, perr := a.onePatch(ctx, ref, live, current, manager)
+			if perr == nil {
+				return Result{Action: ActionConfigured, Removed: gb.Removed, Object: gb.Object}, nil
+			}
+			if !errors.Is(perr, ErrNoOneStep) {
+				return Result{}, perr
+			}
 			// Without our fields the object would be invalid (a required
-			// field, a map that would be left null): they stay, unowned,
-			// and the caller says so.
+			// field): they stay, unowned, and the caller says so.
 			kept, rerr := a.Release(ctx, ref, manager, ours.Fields)
 			if rerr != nil {
 				return Result{}, rerr

@@ -64,8 +64,25 @@ func (a *Applier) GiveBackFrom(ctx context.Context, obj, live *unstructured.Unst
 		return GiveBack{}, err
 	}
 	next, moved := plan(current)
+	if moved.Empty() || next.Applied(manager) == nil {
+		return GiveBack{}, ErrNoOneStep
+	}
+	gb, err := a.onePatch(ctx, obj, live, next, manager)
+	if err != nil {
+		return gb, err
+	}
+	gb.Moved = moved
+	return gb, nil
+}
+
+// onePatch sets live's managed fields to next and removes every field
+// manager owns alone in next, as an empty apply by manager would, in one
+// JSON patch guarded by live's UID and resourceVersion (see GiveBackFrom).
+// It returns ErrNoOneStep, having sent nothing or a refused patch, when
+// that cannot be done safely in one request. Moved is left empty.
+func (a *Applier) onePatch(ctx context.Context, obj, live *unstructured.Unstructured, next ManagedFields, manager string) (GiveBack, error) {
 	ours := next.Applied(manager)
-	if moved.Empty() || ours == nil {
+	if ours == nil {
 		return GiveBack{}, ErrNoOneStep
 	}
 	others := next.others(manager)
@@ -94,7 +111,7 @@ func (a *Applier) GiveBackFrom(ctx context.Context, obj, live *unstructured.Unst
 		}
 		return GiveBack{}, fmt.Errorf("give back fields of %s: %w", describe(obj), err)
 	}
-	gb := GiveBack{Moved: moved, Removed: alone, Object: answer}
+	gb := GiveBack{Moved: fieldpath.NewSet(), Removed: alone, Object: answer}
 	if HasManager(answer, manager) {
 		// An entry of manager the apiserver made (a removed field it
 		// defaulted again is an Update of ours): drop it, values stay.

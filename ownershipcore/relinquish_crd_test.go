@@ -1,0 +1,117 @@
+package ownershipcore_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// A relinquish that moves no field, on a custom resource whose map
+// another manager owns (base applied `params: {}`) and in which the
+// relinquishing manager added the only key: the apiserver's empty apply
+// would leave the map null, which the CRD's schema refuses (Invalid). The
+// key must still go, the map stay (empty, base's), and nothing be kept
+// without an owner (before, every field of the manager stayed, unowned).
+func TestRelinquishEmptiesAnotherManagersMapOnACRD(t *testing.T) {
+	ctx := context.Background()
+	installCRD(t, `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.relinquish.fieldops.dev}
+spec:
+  group: relinquish.fieldops.dev
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              other: {type: string}
+              params:
+                type: object
+                additionalProperties: {type: string}
+`, "relinquish.fieldops.dev/v1", "Gadget")
+	a, requests := newApplier(t)
+	const gadget = `{"apiVersion": "relinquish.fieldops.dev/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(gadget, `{"other": "x", "params": {}}`))
+	intent := obj(t, sprintf(gadget, `{"params": {"k": "1"}}`))
+	res, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionFail)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := requests.writes.Load()
+	out, err := a.RelinquishFrom(ctx, intent, res.Object, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept := ownershipcore.FormatSet(out.Kept); len(kept) > 0 {
+		t.Errorf("kept without an owner: %v", kept)
+	}
+	if got := ownershipcore.FormatSet(out.Removed); !reflect.DeepEqual(got, []string{".spec.params.k"}) {
+		t.Errorf("removed %v, want .spec.params.k", got)
+	}
+	// The refused empty apply and the one patch.
+	if n := requests.writes.Load() - before; n != 2 {
+		t.Errorf("%d writes, want 2", n)
+	}
+	live := get(t, a.Client, intent)
+	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
+	if want := map[string]interface{}{"other": "x", "params": map[string]interface{}{}}; !reflect.DeepEqual(spec, want) {
+		t.Errorf("spec = %v, want %v", spec, want)
+	}
+	if got, want := owners(t, live), map[string][]string{".spec.other": {"base/Apply"}, ".spec.params": {"base/Apply"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("owners = %v, want %v", got, want)
+	}
+}
+
+// installCRD creates the CRD y and waits until apiVersion/kind is served
+// and known to the test's Schema.
+func installCRD(t *testing.T, y, apiVersion, kind string) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal([]byte(y), crd); err != nil {
+		t.Fatal(err)
+	}
+	cs := apiextensionsclient.NewForConfigOrDie(cfg)
+	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(apiVersion)
+	probe.SetKind(kind)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		established := false
+		if err == nil {
+			for _, cond := range c.Status.Conditions {
+				established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
+			}
+		}
+		if established {
+			if _, err := schema.ToTyped(probe); err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRD %s not served: %v", crd.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
