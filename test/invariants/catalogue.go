@@ -120,6 +120,7 @@ var widget = &Kind{
 		{".spec.granularMap.base", "0"},
 		{`.spec.setList[="base"]`, true},
 		{`.spec.items[name="base"].value`, "0"},
+		{".spec.baseMap", map[string]interface{}{}},
 	},
 	Slots: []Slot{
 		{Path: ".spec.replicas", Values: ints(2, 3), JSON: true},
@@ -137,6 +138,7 @@ var widget = &Kind{
 		{Path: ".spec.atomicMap", Values: []interface{}{map[string]interface{}{"k": "1"}, map[string]interface{}{"k": "2", "j": "1"}}, JSON: true},
 		{Path: ".spec.granularMap.k1", Values: str("1", "2"), JSON: true},
 		{Path: ".spec.granularMap.k2", Values: str("1", "2"), JSON: true},
+		{Path: ".spec.baseMap.k", Values: str("1", "2"), JSON: true},
 		{Path: ".spec.atomicStruct", Values: []interface{}{map[string]interface{}{"host": "a", "port": int64(1)}, map[string]interface{}{"host": "b"}}, JSON: true},
 	},
 }

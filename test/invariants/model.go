@@ -339,7 +339,14 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 		// manager's Apply entry to its Update entry; it still holds it.
 		switch {
 		case written.ownsAny(o.Manager, p):
-			delete(rec.dropped, o) // it holds the field again
+			if rec.dropped[o] {
+				// It let the field go (fieldops forgot it: the record
+				// follows the apiserver) and now takes it again: a
+				// manager in between, no longer a previous owner.
+				delete(rec.dropped, o)
+				delete(rec.owners, o)
+				rec.contested = true
+			}
 		case had && !has, before.ownsAny(o.Manager, p) && has:
 			rec.dropped[o] = true // it removed or relinquished the field
 		}
