@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
+	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/internal/localcp"
 )
 
@@ -27,6 +30,39 @@ func TestFinalizerFromAdmissionPolicy(t *testing.T) {
 	if err := localcp.InstallFinalizerPolicy(context.Background(), k8s, ns, sel); err != nil {
 		t.Fatal(err)
 	}
+	// What the policy adds, by dry-run creation: our finalizer, once,
+	// after the others.
+	for _, tc := range []struct {
+		kind       string
+		finalizers []string
+		want       []string
+	}{
+		{"FieldPatch", nil, []string{fieldpatch.Finalizer}},
+		{"FieldPatch", []string{"example.com/keep"}, []string{"example.com/keep", fieldpatch.Finalizer}},
+		{"FieldPatch", []string{fieldpatch.Finalizer, "example.com/keep"}, []string{fieldpatch.Finalizer, "example.com/keep"}},
+		{"ManagedWorkload", nil, []string{workload.Finalizer}},
+		{"ManagedWorkload", []string{"example.com/keep"}, []string{"example.com/keep", workload.Finalizer}},
+	} {
+		spec := map[string]interface{}{"target": map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "name": "cfg"}, "patch": map[string]interface{}{"data": map[string]interface{}{"k": "1"}}}
+		if tc.kind == "ManagedWorkload" {
+			spec = map[string]interface{}{"resources": []interface{}{map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "cfg"}}}}
+		}
+		u := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "fieldops.dev/v1alpha1", "kind": tc.kind,
+			"metadata": map[string]interface{}{"generateName": "dry-", "namespace": ns},
+			"spec":     spec,
+		}}
+		if tc.finalizers != nil {
+			u.SetFinalizers(tc.finalizers)
+		}
+		if err := k8s.Create(context.Background(), u, client.DryRunAll); err != nil {
+			t.Fatalf("dry-run create of a %s with finalizers %v: %v", tc.kind, tc.finalizers, err)
+		}
+		if got := u.GetFinalizers(); !slices.Equal(got, tc.want) {
+			t.Errorf("a %s created with finalizers %v has %v, want %v", tc.kind, tc.finalizers, got, tc.want)
+		}
+	}
+
 	applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {owned: helm}}", ns))
 	fpPath, target := "/namespaces/"+ns+"/fieldpatches/p", "/namespaces/"+ns+"/configmaps/cfg"
 	writes, statusWrites, targetWrites := requests.Writes(fpPath), requests.Writes(fpPath+"/status"), requests.Writes(target)
