@@ -117,6 +117,10 @@ WORKERS ?= 4
 fuzz: control-plane ## Run N random ownership sequences from SEED (test/invariants): make fuzz SEED=42 N=2000.
 	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariants$$' ./test/invariants/ -args -seed=$(SEED) -sequences=$(N) -workers=$(WORKERS) -shrink=10
 
+.PHONY: fuzz-faults
+fuzz-faults: control-plane ## The same with 25% of fieldops' writes failing during each step, half after the apiserver did them: make fuzz-faults SEED=42 N=500.
+	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariantsUnderFaults$$' ./test/invariants/ -args -fault-seed=$(SEED) -fault-sequences=$(N) -workers=$(WORKERS) -shrink=10
+
 .PHONY: bench
 bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).
 	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./test/bench/ ./plugins/host/

@@ -103,6 +103,28 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 	return forgotten
 }
 
+// Unshared returns the fields, still present, that an entry co-owned when
+// last seen and that neither it nor manager owns in owners: a third
+// manager took them from both, which is no let-go. Follow keeps their
+// owner and drops them from its Shared. That must be saved before manager
+// writes them back: should the write land and the save be lost (a crash,
+// a failed status write), the next Follow would find the field owned by
+// manager alone, still in the stale Shared, and forget the owner as one
+// that let it go (test/invariants under faults, seed 1000055).
+func (l *Ledger) Unshared(owners ManagedFields, present *fieldpath.Set, manager string) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	ours := fieldpath.NewSet()
+	if e := owners.Applied(manager); e != nil {
+		ours = e.Fields
+	}
+	present = withParents(present)
+	for _, e := range l.Entries {
+		lost := e.Shared.Difference(ownedBy(owners, e.ManagerKey)).Difference(ours).Intersection(present)
+		out = out.Union(lost)
+	}
+	return out
+}
+
 // Observe notes which recorded fields each entry co-owns in owners: call it
 // with the managed fields right after manager's own write, so that the
 // fields that write took are not mistaken for fields let go.

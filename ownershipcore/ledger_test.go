@@ -290,3 +290,53 @@ func TestHolders(t *testing.T) {
 		})
 	}
 }
+
+// Unshared: a field a previous owner shared with fp that a third manager
+// took from both must be saved as no longer shared before fp takes it back,
+// or a lost save makes the next Follow forget the owner (a crash between
+// the apply and the status write).
+func TestLedgerUnshared(t *testing.T) {
+	shared := ownershipcore.ManagedFields{entry(t, "hpa", apply, ".spec.mode"), entry(t, "fp", apply, ".spec.mode")}
+	for _, tc := range []struct {
+		name    string
+		now     ownershipcore.ManagedFields
+		present []string
+		want    []string
+	}{
+		{"still shared", shared, []string{".spec.mode"}, nil},
+		{"taken from both by helm", ownershipcore.ManagedFields{entry(t, "hpa", apply), entry(t, "helm", update, ".spec.mode")}, []string{".spec.mode"}, []string{".spec.mode"}},
+		{"let go by hpa, still ours (a let-go, not a take)", ownershipcore.ManagedFields{entry(t, "hpa", apply), entry(t, "fp", apply, ".spec.mode")}, []string{".spec.mode"}, nil},
+		{"removed (Follow forgets it; it is recorded afresh)", ownershipcore.ManagedFields{entry(t, "hpa", apply)}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ownershipcore.NewLedger()
+			l.Record(ownershipcore.ManagedFields{entry(t, "hpa", apply, ".spec.mode")}, set(t, ".spec.mode"), "fp")
+			l.Observe(shared)
+			if got := ownershipcore.FormatSet(l.Unshared(tc.now, set(t, tc.present...), "fp")); !reflect.DeepEqual(got, tc.want) && (len(got) > 0 || len(tc.want) > 0) {
+				t.Fatalf("Unshared = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// The crash: helm took the field from both, fp took it back, the save
+	// of the ledger after that was lost. Saved before fp's write, the
+	// ledger keeps hpa; not saved, it forgets hpa.
+	taken := ownershipcore.ManagedFields{entry(t, "hpa", apply), entry(t, "helm", update, ".spec.mode")}
+	retaken := ownershipcore.ManagedFields{entry(t, "hpa", apply), entry(t, "fp", apply, ".spec.mode")}
+	for _, saved := range []bool{true, false} {
+		l := ownershipcore.NewLedger()
+		l.Record(ownershipcore.ManagedFields{entry(t, "hpa", apply, ".spec.mode")}, set(t, ".spec.mode"), "fp")
+		l.Observe(shared)
+		if saved {
+			l.Follow(taken, set(t, ".spec.mode"), "fp") // what the save before the apply holds
+		}
+		l.Follow(retaken, set(t, ".spec.mode"), "fp") // the next reconcile, after the lost save
+		got := paths(l)
+		if saved && !reflect.DeepEqual(got, map[string][]string{"hpa": {".spec.mode"}}) {
+			t.Errorf("saved before the write: ledger = %v, want hpa kept", got)
+		}
+		if !saved && len(got) != 0 {
+			t.Errorf("not saved: ledger = %v; the test no longer shows what a lost save costs", got)
+		}
+	}
+}

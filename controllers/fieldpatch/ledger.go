@@ -31,12 +31,16 @@ import (
 // after the apply (issue 11: two requests fewer per FieldPatch): a crash
 // before that write loses nothing, since the same record is made again
 // from the target, where no owner was displaced.
-func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldset.Set, manager string) (*ownershipcore.Ledger, error) {
+//
+// save writes the record (the fresh path) even when no field is new: the
+// caller found a shared field a third manager took (Ledger.Unshared),
+// which the record must say before the apply takes it back.
+func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldset.Set, manager string, save bool) (*ownershipcore.Ledger, error) {
 	uid := string(live.GetUID())
-	if intentSet.Difference(ledger.Recorded).Empty() && obj.PatchStatus().TargetUID == uid {
+	if !save && intentSet.Difference(ledger.Recorded).Empty() && obj.PatchStatus().TargetUID == uid {
 		return ledger, nil
 	}
-	if r.recordCanWait(live, intent, owners, intentSet, manager) {
+	if !save && r.recordCanWait(live, intent, owners, intentSet, manager) {
 		ledger.Record(owners, intentSet, manager)
 		return ledger, nil
 	}
@@ -49,7 +53,7 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 		return nil, err
 	}
 	l.Follow(owners, present, manager)
-	if !l.Record(owners, intentSet, manager) && fresh.PatchStatus().TargetUID == uid {
+	if !l.Record(owners, intentSet, manager) && fresh.PatchStatus().TargetUID == uid && !save {
 		return l, nil
 	}
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)

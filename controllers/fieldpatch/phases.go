@@ -129,8 +129,11 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 		return r.fail(p.obj, err)
 	}
 	p.recordedBefore = ledger.Recorded.Copy()
+	// A field a previous owner shared with us that a third manager took
+	// from both: the ledger says so before the apply takes it back.
+	save := !ledger.Unshared(owners, present, p.manager).Empty()
 	ledger.Follow(owners, present, p.manager)
-	if p.ledger, err = r.recordOwners(ctx, p.obj, ledger, p.live, p.intent, owners, present, p.intentSet, p.manager); err != nil {
+	if p.ledger, err = r.recordOwners(ctx, p.obj, ledger, p.live, p.intent, owners, present, p.intentSet, p.manager, save); err != nil {
 		return r.fail(p.obj, err)
 	}
 	// What the apply starts from: the target as read, or as the hand-back

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -163,7 +163,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 	if err := errors.Join(errs...); err != nil {
 		conditions.SetWaiting(&mw.Status.Conditions, mw.Generation, ReasonDeleteFailed, err.Error())
 		r.event(mw, nil, corev1.EventTypeWarning, ReasonDeleteFailed, "%v", err)
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		if slices.ContainsFunc(errs, apierrors.IsForbidden) {
+			// RBAC changes by hand: no backoff to wait out.
+			return ctrl.Result{RequeueAfter: transientRetry}, nil
+		}
+		// A failed request (a timeout, a lost answer, a conflict) is
+		// retried with the controller's backoff, as a FieldPatch's
+		// deletion is: from milliseconds, not a fixed 10 s.
+		return ctrl.Result{}, err
 	}
 	before := mw.DeepCopy()
 	controllerutil.RemoveFinalizer(mw, Finalizer)

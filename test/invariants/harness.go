@@ -3,6 +3,7 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,11 +48,17 @@ type fieldops struct {
 
 // startFieldops starts a manager with every fieldops controller (as
 // controllers.SetupWith wires them), watching only namespace, logging into
-// recs and counting its writes.
-func (e *Env) startFieldops(namespace string, recs *reconciles) (*fieldops, error) {
+// recs, counting its writes and failing some of them through fl (nil:
+// none).
+func (e *Env) startFieldops(namespace string, recs *reconciles, fl *faults) (*fieldops, error) {
 	f := &fieldops{writes: &testkit.WriteCounter{}, done: make(chan error, 1)}
 	cfg := rest.CopyConfig(e.Config)
 	f.writes.Wrap(cfg)
+	if fl != nil {
+		// Outside the counter: a refused write never reached the
+		// apiserver, a lost answer did.
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { fl.next = rt; return fl })
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  controllers.Scheme(),
 		Logger:  recs.logger(),

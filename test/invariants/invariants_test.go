@@ -27,6 +27,9 @@ var (
 	workers   = flag.Int("workers", 4, "sequences run at once")
 	shrinks   = flag.Int("shrink", 3, "failures to shrink (the shortest first, one per set of invariants broken)")
 	budget    = flag.Int("shrink-budget", 40, "runs each shrink may use")
+	faultRate = flag.Float64("faults", 0.25, "TestOwnershipInvariantsUnderFaults: probability that a write of fieldops fails during a step")
+	faultSeed = flag.Int64("fault-seed", 1000001, "TestOwnershipInvariantsUnderFaults: seed of the first sequence")
+	faultSeqs = flag.Int("fault-sequences", 40, "TestOwnershipInvariantsUnderFaults: how many sequences")
 )
 
 // The control plane starts with the first test that needs it.
@@ -70,12 +73,33 @@ func controlPlane(t *testing.T) *Env {
 // against the local control plane and fails with the shortest failing
 // sequences it finds. Replay one with `make fuzz SEED=<its seed> N=1`.
 func TestOwnershipInvariants(t *testing.T) {
+	runSequences(t, *seed, *sequences, 0)
+}
+
+// TestOwnershipInvariantsUnderFaults runs -fault-sequences sequences from
+// -fault-seed with -faults of fieldops' writes failing during each step,
+// half of them after the apiserver did them (a crash between two writes):
+// the invariants must hold all the same once the faults stop. Replay one
+// with `make fuzz-faults SEED=<its seed> N=1`.
+func TestOwnershipInvariantsUnderFaults(t *testing.T) {
+	if *faultSeqs == 0 || *faultRate == 0 {
+		t.Skip("-fault-sequences or -faults is 0")
+	}
+	runSequences(t, *faultSeed, *faultSeqs, *faultRate)
+}
+
+func runSequences(t *testing.T, seed int64, n int, faults float64) {
 	e := controlPlane(t)
-	t.Logf("seed %d, %d sequences of %d to %d random steps, %d at once (replay a sequence: make fuzz SEED=<its seed> N=1)",
-		*seed, *sequences, MinSteps, max(*maxSteps, MinSteps), *workers)
-	seqs := make([]Sequence, *sequences)
+	replay := "make fuzz SEED=<its seed> N=1"
+	if faults > 0 {
+		replay = "make fuzz-faults SEED=<its seed> N=1"
+	}
+	t.Logf("seed %d, %d sequences of %d to %d random steps, %d at once, %.0f%% of fieldops' writes failing during steps (replay a sequence: %s)",
+		seed, n, MinSteps, max(*maxSteps, MinSteps), *workers, 100*faults, replay)
+	seqs := make([]Sequence, n)
 	for i := range seqs {
-		seqs[i] = Generate(*seed+int64(i), *maxSteps)
+		seqs[i] = Generate(seed+int64(i), *maxSteps)
+		seqs[i].Faults = faults
 	}
 	ctx := context.Background()
 	start := time.Now()
@@ -108,7 +132,7 @@ func TestOwnershipInvariants(t *testing.T) {
 	for _, r := range failed {
 		summary = append(summary, fmt.Sprintf("seed %d: %v", r.Seq.Seed, r.Invariants()))
 	}
-	t.Errorf("%d of %d sequences (seed %d) broke an invariant: %s", len(failed), len(results), *seed, strings.Join(summary, "; "))
+	t.Errorf("%d of %d sequences (seed %d) broke an invariant: %s", len(failed), len(results), seed, strings.Join(summary, "; "))
 	for _, r := range failed {
 		t.Errorf("%s", r.Report())
 	}

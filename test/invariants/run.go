@@ -50,8 +50,15 @@ type Result struct {
 func (r Result) Report() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sequence seed %d, target %s %q", r.Seq.Seed, r.Seq.Kind.Name, targetName)
+	if r.Seq.Faults > 0 {
+		fmt.Fprintf(&b, ", with %.0f%% of fieldops' writes failing during each step", 100*r.Seq.Faults)
+	}
 	if r.From > 0 {
-		fmt.Fprintf(&b, " (shrunk from %d steps; make fuzz SEED=%d N=1 replays those)", r.From, r.Seq.Seed)
+		target := "fuzz"
+		if r.Seq.Faults > 0 {
+			target = "fuzz-faults"
+		}
+		fmt.Fprintf(&b, " (shrunk from %d steps; make %s SEED=%d N=1 replays those)", r.From, target, r.Seq.Seed)
 	}
 	b.WriteString(":\n")
 	for i, s := range r.Seq.Steps {
@@ -97,6 +104,7 @@ type run struct {
 	mgr    *fieldops
 	counts []*fieldops // every manager this run started, for their writes
 	bumps  int
+	faults *faults // nil: no fault injected
 }
 
 // Run executes seq in a new namespace with a new fieldops manager, checks
@@ -106,6 +114,9 @@ func (e *Env) Run(ctx context.Context, seq Sequence) Result {
 	start := time.Now()
 	r := &run{env: e, seq: seq, kind: seq.Kind, model: newModel(seq.Kind), recs: newReconciles(),
 		ns: fmt.Sprintf("inv-%d", e.runs.Add(1))}
+	if seq.Faults > 0 {
+		r.faults = newFaults(seq.Faults, seq.Seed)
+	}
 	res := Result{Seq: seq, Failed: -1}
 	defer func() { res.Duration = time.Since(start) }()
 	fail := func(i int, err error) Result {
@@ -137,7 +148,7 @@ func (e *Env) Run(ctx context.Context, seq Sequence) Result {
 }
 
 func (r *run) startFieldops() error {
-	f, err := r.env.startFieldops(r.ns, r.recs)
+	f, err := r.env.startFieldops(r.ns, r.recs, r.faults)
 	if err != nil {
 		return err
 	}
@@ -159,8 +170,14 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 		vs = append(vs, r.model.checkLosses(last, nil, before)...)
 		r.model.observe("", last, nil, before)
 	}
+	// Faults (if any) from the step's request to the first round of
+	// settle: fieldops' reaction to the step, and a deletion's give-back,
+	// meet them.
+	injected := r.faults.injected()
+	r.faults.set(true)
 	written, note, err := r.do(ctx, s, before)
 	if err != nil {
+		r.faults.set(false)
 		return nil, note, nil, err
 	}
 	// A deleted object is no longer live (settle leaves it alone), but its
@@ -177,11 +194,16 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	}
 	if s.Op == OpPatchDelete || s.Op == OpWorkloadDelete {
 		if v := r.waitGone(ctx, s); v != nil {
+			r.faults.set(false)
 			return append(vs, *v), note, nil, nil
 		}
 	}
 	settled, reasons := r.settle(ctx)
+	r.faults.set(false)
 	vs = append(vs, settled...)
+	if n := r.faults.injected() - injected; n > 0 {
+		note = strings.TrimPrefix(fmt.Sprintf("%s; %d writes of fieldops failed (injected)", note, n), "; ")
+	}
 	if reasons != "" {
 		note = strings.TrimPrefix(note+"; "+reasons, "; ")
 	}
@@ -505,6 +527,10 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 	if len(objs) == 0 {
 		return nil, ""
 	}
+	rounds := maxRounds
+	if r.faults != nil {
+		rounds++ // the first round meets faults: it proves nothing settled
+	}
 	for round := 1; ; round++ {
 		if err := r.waitCached(ctx); err != nil {
 			return []Violation{{6, fmt.Sprintf("the fieldops manager's cache did not catch up with the target: %v", err)}}, ""
@@ -527,11 +553,14 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 			}
 		}
 		w1 := r.writes()
-		if w1.total == w0.total {
+		// From the second round on, fieldops must reach a fixed point
+		// without faults, from wherever they left it.
+		r.faults.set(false)
+		if w1.total == w0.total && (r.faults == nil || round > 1) {
 			break
 		}
-		if round == maxRounds {
-			return []Violation{{6, fmt.Sprintf("fieldops still writes after %d rounds of one reconcile each: %s in the last round", maxRounds, w1.minus(w0))}}, ""
+		if round == rounds {
+			return []Violation{{6, fmt.Sprintf("fieldops still writes after %d rounds of one reconcile each: %s in the last round", rounds, w1.minus(w0))}}, ""
 		}
 	}
 	var vs []Violation

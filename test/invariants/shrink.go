@@ -28,7 +28,7 @@ func (e *Env) Shrink(ctx context.Context, res Result, budget, parallel int) Resu
 		seen := map[string]bool{}
 		for i := len(best.Seq.Steps) - 1; i >= 1 && len(cands) < budget; i-- {
 			steps := Normalize(append(append([]Step{}, best.Seq.Steps[:i]...), best.Seq.Steps[i+1:]...))
-			c := Sequence{Seed: best.Seq.Seed, Kind: best.Seq.Kind, Steps: steps}
+			c := Sequence{Seed: best.Seq.Seed, Kind: best.Seq.Kind, Steps: steps, Faults: best.Seq.Faults}
 			if k := c.String(); !seen[k] {
 				seen[k] = true
 				cands = append(cands, c)

@@ -135,6 +135,9 @@ type Sequence struct {
 	Seed  int64
 	Kind  *Kind
 	Steps []Step
+	// Faults is the probability that a write of fieldops fails while a
+	// step is under way (see faults); 0: none.
+	Faults float64
 }
 
 // String lists the steps, numbered from 1.
