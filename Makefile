@@ -109,6 +109,8 @@ test: control-plane ## Run every test (unit and against the local control plane)
 # The randomized ownership test (test/invariants): `make test` runs 100
 # sequences from seed 1; `make fuzz` runs N from SEED (default: the time,
 # printed), WORKERS at once. Sequence i has seed SEED+i: N=1 replays one.
+# `make test` also runs 40 sequences with faults (a quarter of fieldops'
+# writes failing during each step); `make fuzz-faults` runs N of those.
 SEED ?= $(shell date +%s)
 N ?= 1000
 WORKERS ?= 4

@@ -60,6 +60,15 @@ type ApplyOptions struct {
 	// (an apply that meets an object after all updates it, as SSA does,
 	// and reports Created). Ignored when Live is set.
 	Absent bool
+	// BeforeForce, when set, is called with the conflicts the strategy
+	// forces (Result.Forced), right before the request that forces them;
+	// an error stops the apply, nothing forced is sent, and Apply returns
+	// it. A caller that records which fields it shares with other managers
+	// saves that record there: the forced write takes those fields from
+	// them, and should the write land and a later save be lost (a crash),
+	// the record would read as those managers letting the fields go. Not
+	// called for a dry run.
+	BeforeForce func(ctx context.Context, forced []Conflict) error
 }
 
 // ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
@@ -208,6 +217,11 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			}
 			if opts.DryRun {
 				applyOpts = append(applyOpts, client.DryRunAll)
+			}
+			if force && !opts.DryRun && opts.BeforeForce != nil {
+				if err := opts.BeforeForce(ctx, res.Forced); err != nil {
+					return res, fmt.Errorf("apply %s: %w", describe(intent), err)
+				}
 			}
 			err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), applyOpts...)
 			if err == nil {

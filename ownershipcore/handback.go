@@ -348,18 +348,22 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 	ref := obj.DeepCopy()
 	ref.SetUID(live.GetUID())
 	// A list item or map only we own that holds another manager's field
-	// would be removed with that field: release it (and an item's key
-	// fields) first, so the empty apply leaves it.
+	// would be removed with that field: hand it (and an item's key fields)
+	// first to the managers whose fields it holds, so the empty apply
+	// leaves it. Released to nobody, it would not be enough: the
+	// apiserver's empty apply still removes an item nobody owns when the
+	// applier owned a field in it, another manager's too (an env var's
+	// value shared with an Update of "ops"; test/invariants seed 2000201).
 	others := owners.others(manager)
 	if shield := holders(others, ours.Fields); !shield.Empty() {
-		var released *unstructured.Unstructured
-		if _, released, err = a.ReleaseFrom(ctx, ref, live, manager, shield); err != nil {
+		var handed *unstructured.Unstructured
+		if _, handed, err = a.HandBackFrom(ctx, ref, live, manager, holderOwners(owners, manager, shield)); err != nil {
 			return Result{}, err
 		}
-		if released == nil || released.GetResourceVersion() == "" {
-			return Result{}, staleError{fmt.Errorf("no answer to the release of %s", describe(obj))}
+		if handed == nil || handed.GetResourceVersion() == "" {
+			return Result{}, staleError{fmt.Errorf("no answer to the hand-off of %s", describe(obj))}
 		}
-		live = released
+		live = handed
 		ours = &Entry{ManagerKey: ours.ManagerKey, Fields: ours.Fields.Difference(shield)}
 	}
 	alone := ours.Fields.Difference(others).Leaves()
@@ -443,6 +447,43 @@ func holders(others, ours *fieldpath.Set) *fieldpath.Set {
 			}
 		}
 	})
+	return out
+}
+
+// holderOwners gives each path of shield (see holders) to the entries of
+// owners, other than manager's, that own a field below it: the managers
+// whose fields the list item or map holds. The key fields of a held list
+// item go with it. Every holder has such an owner (holders finds them
+// from those fields).
+func holderOwners(owners ManagedFields, manager string, shield *fieldpath.Set) ManagedFields {
+	var out ManagedFields
+	for _, e := range owners {
+		if e.Manager == manager {
+			continue
+		}
+		held := fieldpath.NewSet()
+		e.Fields.Iterate(func(p fieldpath.Path) {
+			for i := 1; i < len(p); i++ {
+				prefix := p[:i]
+				if !shield.Has(prefix) {
+					continue
+				}
+				held.Insert(prefix.Copy())
+				if last := prefix[len(prefix)-1]; last.Key != nil {
+					for _, k := range *last.Key {
+						name := k.Name
+						kp := append(prefix.Copy(), fieldpath.PathElement{FieldName: &name})
+						if shield.Has(kp) {
+							held.Insert(kp)
+						}
+					}
+				}
+			}
+		})
+		if !held.Empty() {
+			out = append(out, Entry{ManagerKey: e.ManagerKey, Time: e.Time, Fields: held})
+		}
+	}
 	return out
 }
 

@@ -103,26 +103,23 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 	return forgotten
 }
 
-// Unshared returns the fields, still present, that an entry co-owned when
-// last seen and that neither it nor manager owns in owners: a third
-// manager took them from both, which is no let-go. Follow keeps their
-// owner and drops them from its Shared. That must be saved before manager
-// writes them back: should the write land and the save be lost (a crash,
-// a failed status write), the next Follow would find the field owned by
-// manager alone, still in the stale Shared, and forget the owner as one
-// that let it go (test/invariants under faults, seed 1000055).
-func (l *Ledger) Unshared(owners ManagedFields, present *fieldpath.Set, manager string) *fieldpath.Set {
-	out := fieldpath.NewSet()
-	ours := fieldpath.NewSet()
-	if e := owners.Applied(manager); e != nil {
-		ours = e.Fields
+// Unshare drops fields from every entry's Shared and reports whether one
+// changed: call it with the fields manager is about to force from other
+// managers (ApplyOptions.BeforeForce), and save the ledger before that
+// write. Follow takes a shared field that its owner no longer owns while
+// manager does for one the owner let go; after a forced write, that is
+// manager's own doing, and a ledger saved only after the write (a save a
+// crash can lose) would forget the owner (test/invariants under faults,
+// seeds 1000055 and 2000088).
+func (l *Ledger) Unshare(fields *fieldpath.Set) bool {
+	changed := false
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		if keep := e.Shared.Difference(fields); !keep.Equals(e.Shared) {
+			e.Shared, changed = keep, true
+		}
 	}
-	present = withParents(present)
-	for _, e := range l.Entries {
-		lost := e.Shared.Difference(ownedBy(owners, e.ManagerKey)).Difference(ours).Intersection(present)
-		out = out.Union(lost)
-	}
-	return out
+	return changed
 }
 
 // Observe notes which recorded fields each entry co-owns in owners: call it

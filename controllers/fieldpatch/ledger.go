@@ -31,16 +31,12 @@ import (
 // after the apply (issue 11: two requests fewer per FieldPatch): a crash
 // before that write loses nothing, since the same record is made again
 // from the target, where no owner was displaced.
-//
-// save writes the record (the fresh path) even when no field is new: the
-// caller found a shared field a third manager took (Ledger.Unshared),
-// which the record must say before the apply takes it back.
-func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldset.Set, manager string, save bool) (*ownershipcore.Ledger, error) {
+func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live, intent *unstructured.Unstructured, owners ownershipcore.ManagedFields, present, intentSet *fieldset.Set, manager string) (*ownershipcore.Ledger, error) {
 	uid := string(live.GetUID())
-	if !save && intentSet.Difference(ledger.Recorded).Empty() && obj.PatchStatus().TargetUID == uid {
+	if intentSet.Difference(ledger.Recorded).Empty() && obj.PatchStatus().TargetUID == uid {
 		return ledger, nil
 	}
-	if !save && r.recordCanWait(live, intent, owners, intentSet, manager) {
+	if r.recordCanWait(live, intent, owners, intentSet, manager) {
 		ledger.Record(owners, intentSet, manager)
 		return ledger, nil
 	}
@@ -53,7 +49,7 @@ func (r *Reconciler) recordOwners(ctx context.Context, obj v1alpha1.Patcher, led
 		return nil, err
 	}
 	l.Follow(owners, present, manager)
-	if !l.Record(owners, intentSet, manager) && fresh.PatchStatus().TargetUID == uid && !save {
+	if !l.Record(owners, intentSet, manager) && fresh.PatchStatus().TargetUID == uid {
 		return l, nil
 	}
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
@@ -96,4 +92,40 @@ func (r *Reconciler) reader() client.Reader {
 		return r.APIReader
 	}
 	return r.Client
+}
+
+// unshare saves the ledger, before an apply forces fields from other
+// managers, with those fields no longer shared by anyone
+// (Ledger.Unshare): once the forced write lands, their owners no longer
+// own them because we took them, which a later Follow must not read as
+// the owners letting them go, even if the status write after the apply is
+// lost. Nothing is written when the stored record shares none of the
+// forced fields (in memory, Follow may have unshared one a third manager
+// took already: what counts is what a restart would read). The save is a
+// merge patch of the record alone, from a copy of obj, so that what the
+// reconcile set in obj's status so far is still written at its end.
+func (r *Reconciler) unshare(ctx context.Context, obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, uid string, forced []ownershipcore.Conflict) error {
+	fields := fieldset.NewSet()
+	for _, c := range forced {
+		fields.Insert(c.Path)
+	}
+	ledger.Unshare(fields)
+	stored, err := patchintent.ReadLedger(obj.PatchStatus(), uid)
+	if err != nil {
+		return err
+	}
+	if !stored.Unshare(fields) {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(v1alpha1.Patcher)
+	saved := obj.DeepCopyObject().(v1alpha1.Patcher)
+	if err := patchintent.WriteLedger(saved.PatchStatus(), ledger, uid); err != nil {
+		return err
+	}
+	rv := saved.GetResourceVersion()
+	if err := r.Client.Status().Patch(ctx, saved, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("record previous owners before forcing: %w", err)
+	}
+	r.writes().Wrote(saved, rv)
+	return nil
 }

@@ -129,11 +129,8 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 		return r.fail(p.obj, err)
 	}
 	p.recordedBefore = ledger.Recorded.Copy()
-	// A field a previous owner shared with us that a third manager took
-	// from both: the ledger says so before the apply takes it back.
-	save := !ledger.Unshared(owners, present, p.manager).Empty()
 	ledger.Follow(owners, present, p.manager)
-	if p.ledger, err = r.recordOwners(ctx, p.obj, ledger, p.live, p.intent, owners, present, p.intentSet, p.manager, save); err != nil {
+	if p.ledger, err = r.recordOwners(ctx, p.obj, ledger, p.live, p.intent, owners, present, p.intentSet, p.manager); err != nil {
 		return r.fail(p.obj, err)
 	}
 	// What the apply starts from: the target as read, or as the hand-back
@@ -193,7 +190,10 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 		return r.fail(p.obj, err)
 	}
 	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
-		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current})
+		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
+			BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
+				return r.unshare(ctx, p.obj, p.ledger, p.uid(), forced)
+			}})
 		if err == nil && p.res.Wrote() {
 			return p.res.Object // its watch event is our own write
 		}

@@ -84,4 +84,15 @@
 // N=1` replays one. A failure prints the seed and the shortest failing
 // sequence found by Shrink: the failing prefix, then steps dropped one at
 // a time while an invariant still breaks.
+//
+// # Faults
+//
+// TestOwnershipInvariantsUnderFaults runs sequences (40 from seed 1000001
+// in `make test`; `make fuzz-faults SEED=... N=...` for more, flags
+// -fault-seed, -fault-sequences, -faults) with a share of the manager's
+// writes failing from each step's request to the first round of settle:
+// half refused before they reach the apiserver, half done and their answer
+// lost, which is what a crash between two writes leaves behind. From the
+// second round on, no write fails, and the invariants above must hold all
+// the same. A step's note says how many writes failed.
 package invariants
