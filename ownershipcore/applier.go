@@ -184,16 +184,21 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		return Result{}, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
 	}
 	var res Result
-	force := false
+	force, emptied := false, false
 	// At most twice: conflicts found locally (or by the server, when the
 	// cache was stale) are resolved once, then the apply is final.
 	for attempt := 0; ; attempt++ {
 		var conflictErr error
+		var merged *unstructured.Unstructured
 		if live != nil {
-			changed, err := a.wouldChange(live, intent, opts.FieldManager, force)
+			var changed bool
+			changed, merged, err = a.wouldChange(live, intent, opts.FieldManager, force)
 			switch {
 			case err == nil && !changed:
 				res.Action, res.Object = ActionUnchanged, live
+				if emptied {
+					res.Action = ActionConfigured // the removal wrote
+				}
 				return res, nil
 			case err != nil && apierrors.IsConflict(err):
 				conflictErr = err
@@ -241,6 +246,21 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			}
 			if isUIDMismatch(err) {
 				return res, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
+			}
+			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && merged != nil {
+				// The apply removes the last keys of a map another manager
+				// owns: structured-merge-diff leaves it null, which a
+				// custom resource's schema refuses (kubernetes/kubernetes
+				// issues 103011, 117447). Those keys go first, in one
+				// guarded JSON patch, and the apply is decided again.
+				if ops := emptiedMaps(live.Object, merged.Object, ""); len(ops) > 0 {
+					emptied = true
+					if live, err = a.removeEmptied(ctx, live, ops, opts.FieldManager); err != nil {
+						return res, fmt.Errorf("apply %s: %w", describe(intent), err)
+					}
+					attempt--
+					continue
+				}
 			}
 			if !apierrors.IsConflict(err) {
 				return res, fmt.Errorf("apply %s: %w", describe(intent), err)
@@ -318,20 +338,20 @@ func (a *Applier) resolve(ctx context.Context, res *Result, intent, live *unstru
 // wouldChange runs the apiserver's field manager over a copy of live and
 // reports whether the result differs from live in content or in managed
 // fields (times aside). A conflict is returned as the apiserver's 409.
-func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager string, force bool) (bool, error) {
+func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager string, force bool) (bool, *unstructured.Unstructured, error) {
 	fm, err := a.Schema.FieldManager(intent.GroupVersionKind())
 	if err != nil {
-		return true, err
+		return true, nil, err
 	}
 	out, err := fm.Apply(live.DeepCopy(), intent.DeepCopy(), manager, force)
 	if err != nil {
-		return true, err
+		return true, nil, err
 	}
 	merged, ok := out.(*unstructured.Unstructured)
 	if !ok {
-		return true, fmt.Errorf("field manager returned %T", out)
+		return true, nil, fmt.Errorf("field manager returned %T", out)
 	}
-	return !sameObject(live, merged), nil
+	return !sameObject(live, merged), merged, nil
 }
 
 // sameObject compares two objects' content and managed fields, ignoring the

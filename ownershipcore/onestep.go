@@ -271,6 +271,72 @@ func emptyNullMaps(out, before map[string]interface{}) {
 	}
 }
 
+// emptiedMaps returns JSON patch operations (RFC 6902) that remove, from
+// live, every key of each map that merged (the local result of an apply
+// to live) leaves null: the keys the apply removes, all of them. Maps are
+// walked by key, lists of the same length by index; prefix is the JSON
+// pointer of live and merged.
+func emptiedMaps(live, merged map[string]interface{}, prefix string) []map[string]interface{} {
+	var ops []map[string]interface{}
+	keys := make([]string, 0, len(merged))
+	for k := range merged {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if prefix == "" && (k == "metadata" || k == "status") {
+			continue
+		}
+		path := prefix + jsonPointer(k)
+		switch lv := live[k].(type) {
+		case map[string]interface{}:
+			mv, isMap := merged[k].(map[string]interface{})
+			switch {
+			case merged[k] == nil && len(lv) > 0:
+				names := make([]string, 0, len(lv))
+				for n := range lv {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					ops = append(ops, map[string]interface{}{"op": "remove", "path": path + jsonPointer(n)})
+				}
+			case isMap:
+				ops = append(ops, emptiedMaps(lv, mv, path)...)
+			}
+		case []interface{}:
+			mv, ok := merged[k].([]interface{})
+			if !ok || len(mv) != len(lv) {
+				continue
+			}
+			for i := range mv {
+				li, ok1 := lv[i].(map[string]interface{})
+				mi, ok2 := mv[i].(map[string]interface{})
+				if ok1 && ok2 {
+					ops = append(ops, emptiedMaps(li, mi, fmt.Sprintf("%s/%d", path, i))...)
+				}
+			}
+		}
+	}
+	return ops
+}
+
+// removeEmptied sends ops (see emptiedMaps) as one JSON patch guarded by
+// live's UID and resourceVersion, under manager, and returns the answer.
+// It removes only fields manager's apply removes anyway (it owned them
+// alone), without leaving their map null.
+func (a *Applier) removeEmptied(ctx context.Context, live *unstructured.Unstructured, ops []map[string]interface{}, manager string) (*unstructured.Unstructured, error) {
+	patch, err := json.Marshal(append(guards(live), ops...))
+	if err != nil {
+		return nil, err
+	}
+	answer := live.DeepCopy()
+	if err := a.Client.Patch(ctx, answer, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager)); err != nil {
+		return nil, fmt.Errorf("remove the last keys of maps the apply would leave null: %w", err)
+	}
+	return answer, nil
+}
+
 // hasNull reports whether v holds a null (nil) value anywhere below it,
 // status left out.
 func hasNull(v interface{}) bool {

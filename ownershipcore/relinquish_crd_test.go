@@ -115,3 +115,73 @@ func installCRD(t *testing.T, y, apiVersion, kind string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// An apply that drops the last key of a map another manager owns, on a
+// custom resource: the apiserver refuses it (structured-merge-diff leaves
+// the map null; kubernetes/kubernetes issues 103011, 117447). Apply
+// removes the key first, in one guarded JSON patch, and the map stays,
+// empty and base's. Before, a FieldPatch that dropped such a key from its
+// patch ended InvalidPatch and sent the refused apply on every reconcile
+// (test/invariants seed 400141).
+func TestApplyDropsLastKeyOfAnotherManagersMap(t *testing.T) {
+	ctx := context.Background()
+	installCRD(t, `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: knobs.apply.fieldops.dev}
+spec:
+  group: apply.fieldops.dev
+  scope: Namespaced
+  names: {plural: knobs, singular: knob, kind: Knob, listKind: KnobList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              other: {type: string}
+              mine: {type: string}
+              params:
+                type: object
+                additionalProperties: {type: string}
+`, "apply.fieldops.dev/v1", "Knob")
+	a, requests := newApplier(t)
+	const knob = `{"apiVersion": "apply.fieldops.dev/v1", "kind": "Knob", "metadata": {"name": "k", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(knob, `{"other": "x", "params": {}}`))
+	opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}
+	if _, err := a.Apply(ctx, obj(t, sprintf(knob, `{"mine": "1", "params": {"k": "2"}}`)), opts); err != nil {
+		t.Fatal(err)
+	}
+	before := requests.writes.Load()
+	res, err := a.Apply(ctx, obj(t, sprintf(knob, `{"mine": "1"}`)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Wrote() {
+		t.Errorf("action %s, want a write", res.Action)
+	}
+	// The refused apply, the removal; nothing is left to apply after it.
+	if n := requests.writes.Load() - before; n != 2 {
+		t.Errorf("%d writes, want 2", n)
+	}
+	live := get(t, a.Client, obj(t, sprintf(knob, `{}`)))
+	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
+	if want := map[string]interface{}{"other": "x", "mine": "1", "params": map[string]interface{}{}}; !reflect.DeepEqual(spec, want) {
+		t.Errorf("spec = %v, want %v", spec, want)
+	}
+	if got, want := owners(t, live), map[string][]string{".spec.other": {"base/Apply"}, ".spec.params": {"base/Apply"}, ".spec.mine": {"fp/Apply"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("owners = %v, want %v", got, want)
+	}
+	before = requests.writes.Load()
+	if res, err := a.Apply(ctx, obj(t, sprintf(knob, `{"mine": "1"}`)), opts); err != nil || res.Wrote() {
+		t.Errorf("the same apply again: %s, %v; want no write", res.Action, err)
+	}
+	if n := requests.writes.Load() - before; n != 0 {
+		t.Errorf("the same apply again: %d writes, want 0", n)
+	}
+}

@@ -1,6 +1,7 @@
 package ownershipcore
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -137,6 +138,41 @@ func TestEmptyNullMaps(t *testing.T) {
 		emptyNullMaps(out, before)
 		if !equality.Semantic.DeepEqual(out, want) {
 			t.Errorf("emptyNullMaps(%s, %s) = %v, want %s", tc.out, tc.before, out, tc.want)
+		}
+	}
+}
+
+// emptiedMaps removes every key of a map the local apply left null, by
+// JSON pointer, through maps and lists of the same length.
+func TestEmptiedMaps(t *testing.T) {
+	for _, tc := range []struct {
+		live, merged string
+		want         []string
+	}{
+		{`{"spec": {"params": {"k": "1", "a/b": "2"}, "x": "1"}}`, `{"spec": {"params": null, "x": "1"}}`, []string{"/spec/params/a~1b", "/spec/params/k"}},
+		{`{"spec": {"items": [{"name": "x", "params": {"k": "1"}}]}}`, `{"spec": {"items": [{"name": "x", "params": null}]}}`, []string{"/spec/items/0/params/k"}},
+		// A list that lost items is not lined up; an empty map left null
+		// needs nothing; status and metadata are left alone.
+		{`{"spec": {"items": [{"name": "a"}, {"params": {"k": "1"}}]}}`, `{"spec": {"items": [{"params": null}]}}`, nil},
+		{`{"spec": {"params": {}}}`, `{"spec": {"params": null}}`, nil},
+		{`{"metadata": {"labels": {"a": "1"}}, "status": {"m": {"a": "1"}}}`, `{"metadata": {"labels": null}, "status": {"m": null}}`, nil},
+	} {
+		var live, merged map[string]interface{}
+		if err := yaml.Unmarshal([]byte(tc.live), &live); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(tc.merged), &merged); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, op := range emptiedMaps(live, merged, "") {
+			if op["op"] != "remove" {
+				t.Errorf("%s: op %v", tc.live, op)
+			}
+			got = append(got, op["path"].(string))
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("emptiedMaps(%s, %s) = %v, want %v", tc.live, tc.merged, got, tc.want)
 		}
 	}
 }
