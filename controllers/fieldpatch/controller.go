@@ -128,8 +128,8 @@ const targetIndex = "fieldops.dev/target"
 // wait for a cache behind our own write → finalizer → status written in
 // the defer → reconcileDelete, or the phases: settings → target → intent
 // → record → drift → apply → applied → report. The one status write
-// before the defer is the record of previous owners, when the apply will
-// displace another manager (recordOwners).
+// before the defer is the record of previous owners, when the apply
+// forces fields from another manager (recordTakes).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
 	return r.skeleton().Reconcile(ctx, req)

@@ -43,6 +43,7 @@ type pass struct {
 	// owners, the fields it recorded before this reconcile, and what the
 	// apply starts from.
 	owners         ownershipcore.ManagedFields
+	present        *fieldset.Set
 	ledger         *ownershipcore.Ledger
 	recordedBefore *fieldset.Set
 	current        *unstructured.Unstructured
@@ -115,9 +116,9 @@ func (r *Reconciler) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, e
 	return skeleton.Next(), nil
 }
 
-// phaseRecord follows and extends the record of previous owners (written
-// at once when the apply will displace another manager: recordOwners),
-// and gives back the fields that left the patch.
+// phaseRecord follows the record of previous owners (extended when the
+// apply takes fields: recordTakes, phaseApplied) and gives back the
+// fields that left the patch.
 func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, error) {
 	owners, present, err := r.observeTarget(p.live)
 	if err != nil {
@@ -130,9 +131,10 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 	}
 	p.recordedBefore = ledger.Recorded.Copy()
 	ledger.Follow(owners, present, p.manager)
-	if p.ledger, err = r.recordOwners(ctx, p.obj, ledger, p.live, p.intent, owners, present, p.intentSet, p.manager); err != nil {
-		return r.fail(p.obj, err)
-	}
+	// Previous owners are recorded when the patch takes fields, not
+	// before: a field it yields or fails on is not its own, and its
+	// owners then are none of its business (recordTakes, phaseApplied).
+	p.ledger, p.present = ledger, present
 	// What the apply starts from: the target as read, or as the hand-back
 	// of dropped fields left it.
 	p.current, err = r.giveBackDropped(ctx, p.applier, p.obj, p.ref, p.live, owners, p.ledger, p.intentSet, p.manager)
@@ -192,7 +194,7 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
 		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
 			BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
-				return r.unshare(ctx, p.obj, p.ledger, p.uid(), forced)
+				return r.recordTakes(ctx, p, forced)
 			}})
 		if err == nil && p.res.Wrote() {
 			return p.res.Object // its watch event is our own write
@@ -241,6 +243,18 @@ func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, er
 		var err error
 		if after, err = ownershipcore.Owners(p.res.Object); err != nil {
 			return r.fail(p.obj, err)
+		}
+		// The fields this apply took without force (unowned, or shared
+		// with the same value) are recorded now, with their owners as
+		// read before it: nobody was displaced, so a crash before this
+		// status write loses nothing (issue 11: no write before the
+		// apply). Forced ones were recorded before the apply.
+		if ours := after.Applied(p.manager); ours != nil {
+			newly := ours.Fields
+			if before := p.owners.Applied(p.manager); before != nil {
+				newly = newly.Difference(before.Fields)
+			}
+			p.ledger.Record(p.owners, newly.Intersection(p.intentSet), p.manager)
 		}
 		p.ledger.Observe(after)
 	}
