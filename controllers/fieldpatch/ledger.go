@@ -57,6 +57,26 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 			return err
 		}
 	}
+	// The reconcile's own ledger (with what it did since it read the
+	// status) takes the same record.
+	p.ledger.Record(owners, fields, p.manager)
+	p.ledger.Unshare(fields)
+	return r.saveRecord(ctx, p, owners, present, func(l *ownershipcore.Ledger) bool {
+		recorded := l.Record(owners, fields, p.manager)
+		return l.Unshare(fields) || recorded
+	})
+}
+
+// saveRecord writes the record of previous owners before a write to the
+// target that would destroy what it follows from: it reads the FieldPatch
+// fresh, continues the record from its status (Follow with owners and
+// present, then change), and writes it with an optimistic lock on that
+// resourceVersion, so the record and the write are ordered by the
+// apiserver, not by timing, and a stale cached copy never overwrites a
+// newer record with a fragment. Nothing is written when neither Follow
+// nor change changed the stored record.
+func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) error {
+	uid := p.uid()
 	fresh := r.newObject()
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {
 		return fmt.Errorf("read %s for the record of previous owners: %w", p.obj.GetName(), err)
@@ -65,14 +85,9 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 	if err != nil {
 		return err
 	}
-	l.Follow(owners, present, p.manager)
-	recorded := l.Record(owners, fields, p.manager)
-	unshared := l.Unshare(fields)
-	// The reconcile's own ledger (with what it did since it read the
-	// status) takes the same record.
-	p.ledger.Record(owners, fields, p.manager)
-	p.ledger.Unshare(fields)
-	if !recorded && !unshared && fresh.PatchStatus().TargetUID == uid {
+	followed := !l.Follow(owners, present, p.manager).Empty()
+	changed := change != nil && change(l)
+	if !followed && !changed && fresh.PatchStatus().TargetUID == uid {
 		return nil
 	}
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)

@@ -130,11 +130,20 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 		return r.fail(p.obj, err)
 	}
 	p.recordedBefore = ledger.Recorded.Copy()
-	ledger.Follow(owners, present, p.manager)
+	forgotten := ledger.Follow(owners, present, p.manager)
 	// Previous owners are recorded when the patch takes fields, not
 	// before: a field it yields or fails on is not its own, and its
 	// owners then are none of its business (recordTakes, phaseApplied).
 	p.ledger, p.present = ledger, present
+	if !forgotten.Intersection(p.intentSet).Empty() {
+		// An owner removed or let go of a field the apply is about to
+		// write again: what shows it (the field gone, the owner's entry
+		// without it) goes with that write, so the record that forgets
+		// the owner is saved first (as when it was made before the apply).
+		if err := r.saveRecord(ctx, p, owners, present, nil); err != nil {
+			return r.fail(p.obj, err)
+		}
+	}
 	// What the apply starts from: the target as read, or as the hand-back
 	// of dropped fields left it.
 	p.current, err = r.giveBackDropped(ctx, p.applier, p.obj, p.ref, p.live, owners, p.ledger, p.intentSet, p.manager)
@@ -230,7 +239,7 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 
 // phaseApplied reports what the apply did (an event; a repair counts in
 // the contest) and writes the record and the owned fields into status.
-func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, error) {
+func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, error) {
 	st := p.obj.PatchStatus()
 	if p.res.Wrote() {
 		st.LastAppliedTime = &metav1.Time{Time: p.now}
@@ -248,13 +257,24 @@ func (r *Reconciler) phaseApplied(_ context.Context, p *pass) (skeleton.Step, er
 		// with the same value) are recorded now, with their owners as
 		// read before it: nobody was displaced, so a crash before this
 		// status write loses nothing (issue 11: no write before the
-		// apply). Forced ones were recorded before the apply.
+		// apply): the next reconcile records them the same way, as
+		// fields the patch holds with no record. Forced ones were
+		// recorded before the apply.
 		if ours := after.Applied(p.manager); ours != nil {
-			newly := ours.Fields
-			if before := p.owners.Applied(p.manager); before != nil {
-				newly = newly.Difference(before.Fields)
+			take := ours.Fields.Intersection(p.intentSet).Difference(p.ledger.Recorded)
+			if before := p.owners.Applied(p.manager); before != nil && !take.Intersection(before.Fields).Empty() && r.refreshRecord(ctx, p.obj) {
+				// Held before this apply with no record: a lost status
+				// write, or a cached FieldPatch behind the apiserver's.
+				// The latter has the record; continue from it.
+				l, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
+				if err != nil {
+					return r.fail(p.obj, err)
+				}
+				l.Follow(p.owners, p.present, p.manager)
+				p.ledger = l
+				take = take.Difference(l.Recorded)
 			}
-			p.ledger.Record(p.owners, newly.Intersection(p.intentSet), p.manager)
+			p.ledger.Record(p.owners, take, p.manager)
 		}
 		p.ledger.Observe(after)
 	}
