@@ -343,7 +343,14 @@ func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager s
 	if err != nil {
 		return true, nil, err
 	}
-	out, err := fm.Apply(live.DeepCopy(), intent.DeepCopy(), manager, force)
+	// Entries of other versions (a CRD served in several, an HPA's
+	// autoscaling/v1 and v2) need a conversion the local field manager
+	// cannot make; structured-merge-diff then fails the apply (or drops
+	// them), and every reconcile would send an apply the apiserver finds
+	// unchanged. They are left out of the decision: a conflict with one of
+	// them is the apiserver's to report (a 409, resolved as any other).
+	base := withEntriesOfVersion(live, intent.GetAPIVersion())
+	out, err := fm.Apply(base.DeepCopy(), intent.DeepCopy(), manager, force)
 	if err != nil {
 		return true, nil, err
 	}
@@ -351,7 +358,35 @@ func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager s
 	if !ok {
 		return true, nil, fmt.Errorf("field manager returned %T", out)
 	}
-	return !sameObject(live, merged), merged, nil
+	return !sameObject(base, merged), merged, nil
+}
+
+// withEntriesOfVersion is obj, or a shallow copy of it whose managedFields
+// hold only the entries of apiVersion when it has others.
+func withEntriesOfVersion(obj *unstructured.Unstructured, apiVersion string) *unstructured.Unstructured {
+	md, _ := obj.Object["metadata"].(map[string]interface{})
+	entries, _ := md["managedFields"].([]interface{})
+	keep := make([]interface{}, 0, len(entries))
+	for _, e := range entries {
+		if m, ok := e.(map[string]interface{}); ok && m["apiVersion"] != apiVersion {
+			continue
+		}
+		keep = append(keep, e)
+	}
+	if len(keep) == len(entries) {
+		return obj
+	}
+	out := make(map[string]interface{}, len(obj.Object))
+	for k, v := range obj.Object {
+		out[k] = v
+	}
+	m := make(map[string]interface{}, len(md))
+	for k, v := range md {
+		m[k] = v
+	}
+	m["managedFields"] = keep
+	out["metadata"] = m
+	return &unstructured.Unstructured{Object: out}
 }
 
 // sameObject compares two objects' content and managed fields, ignoring the

@@ -2,6 +2,7 @@ package ownershipcore_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -183,5 +184,67 @@ spec:
 	}
 	if n := requests.writes.Load() - before; n != 0 {
 		t.Errorf("the same apply again: %d writes, want 0", n)
+	}
+}
+
+// Managed fields entries of another version (a CRD served in two, an
+// HPA's autoscaling/v1 and v2) cannot be converted locally: the decision
+// leaves them out. The same apply again sends nothing (it sent one every
+// time before: test/invariants seed 3000031), and a conflict with such an
+// entry is still found, by the apiserver.
+func TestApplyWithEntriesOfAnotherVersion(t *testing.T) {
+	ctx := context.Background()
+	installCRD(t, `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: dials.versions.fieldops.dev}
+spec:
+  group: versions.fieldops.dev
+  scope: Namespaced
+  names: {plural: dials, singular: dial, kind: Dial, listKind: DialList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              other: {type: string}
+              mine: {type: string}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              other: {type: string}
+              mine: {type: string}
+`, "versions.fieldops.dev/v1", "Dial")
+	a, requests := newApplier(t)
+	const dial = `{"apiVersion": "versions.fieldops.dev/%s", "kind": "Dial", "metadata": {"name": "d", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(dial, "v2", `{"other": "x"}`))
+	opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionFail)}
+	if res, err := a.Apply(ctx, obj(t, sprintf(dial, "v1", `{"mine": "1"}`)), opts); err != nil || !res.Wrote() {
+		t.Fatalf("first apply: %s, %v", res.Action, err)
+	}
+	before := requests.writes.Load()
+	if res, err := a.Apply(ctx, obj(t, sprintf(dial, "v1", `{"mine": "1"}`)), opts); err != nil || res.Wrote() {
+		t.Errorf("the same apply again: %s, %v; want no write", res.Action, err)
+	}
+	if n := requests.writes.Load() - before; n != 0 {
+		t.Errorf("the same apply again: %d writes, want 0", n)
+	}
+	_, err := a.Apply(ctx, obj(t, sprintf(dial, "v1", `{"mine": "1", "other": "y"}`)), opts)
+	var conflict *ownershipcore.ConflictError
+	if !errors.As(err, &conflict) || len(conflict.Conflicts) != 1 || conflict.Conflicts[0].Manager != "base" {
+		t.Errorf("a field of base's v2 entry: %v, want a conflict with base", err)
 	}
 }

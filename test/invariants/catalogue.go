@@ -23,6 +23,10 @@ type Kind struct {
 	// Defaults are paths the apiserver fills in when they are removed,
 	// with the value it fills in: "gone" means that value there.
 	Defaults map[string]interface{}
+	// OtherVersions are further apiVersions the kind is served in (the
+	// same schema): other managers' requests and FieldPatch targets use
+	// them now and then, so managed fields entries carry several versions.
+	OtherVersions []string
 }
 
 // GVK is the kind's GroupVersionKind.
@@ -116,6 +120,7 @@ var deployment = &Kind{
 // test/testdata/crds/invariants.example.com_widgets.yaml).
 var widget = &Kind{
 	Name: "Widget", APIVersion: "invariants.example.com/v1", Resource: "widgets",
+	OtherVersions: []string{"invariants.example.com/v2"},
 	Base: []Field{
 		{".spec.granularMap.base", "0"},
 		{`.spec.setList[="base"]`, true},

@@ -25,7 +25,10 @@ const MinSteps = 4
 // the same sequence.
 func Generate(seed int64, maxSteps int) Sequence {
 	r := rand.New(rand.NewSource(seed))
-	g := &gen{r: r, kind: kinds[r.Intn(len(kinds))], applied: map[string][]Field{}, workloads: map[string][]Field{}, setBy: map[string]string{}, present: map[string]bool{}}
+	g := &gen{r: r, kind: kinds[r.Intn(len(kinds))], applied: map[string][]Field{}, workloads: map[string][]Field{}, setBy: map[string]string{}, present: map[string]bool{},
+		// Versions come from a stream of their own, so that a seed's
+		// steps are the same as before the kind had other versions.
+		vr: rand.New(rand.NewSource(seed ^ 0x7e75))}
 	n := MinSteps
 	if maxSteps > MinSteps {
 		n += r.Intn(maxSteps - MinSteps + 1)
@@ -42,8 +45,8 @@ func Generate(seed int64, maxSteps int) Sequence {
 // wants, so that later steps change it (add, drop, change a field) and aim
 // at fields others hold.
 type gen struct {
-	r    *rand.Rand
-	kind *Kind
+	r, vr *rand.Rand
+	kind  *Kind
 	// applied is each manager's last applied intent.
 	applied map[string][]Field
 	// patch is the live FieldPatch's last create or edit step, or nil.
@@ -119,7 +122,15 @@ func (g *gen) apply() Step {
 	}
 	g.applied[m] = next
 	g.set(m, next)
-	return Step{Op: OpApply, Who: m, Fields: next, Force: g.r.Intn(10) < 7}
+	return Step{Op: OpApply, Who: m, Fields: next, Force: g.r.Intn(10) < 7, APIVersion: g.version()}
+}
+
+// version picks, now and then, another version the kind is served in.
+func (g *gen) version() string {
+	if len(g.kind.OtherVersions) == 0 || g.vr.Intn(3) > 0 {
+		return ""
+	}
+	return g.kind.OtherVersions[g.vr.Intn(len(g.kind.OtherVersions))]
 }
 
 func (g *gen) update() Step {
@@ -146,7 +157,7 @@ func (g *gen) update() Step {
 		change = with(change, f)
 	}
 	g.set(m, change)
-	return Step{Op: OpUpdate, Who: m, Fields: change, JSONPatch: g.r.Intn(2) == 0}
+	return Step{Op: OpUpdate, Who: m, Fields: change, JSONPatch: g.r.Intn(2) == 0, APIVersion: g.version()}
 }
 
 // set notes that manager m set (or removed) fields.
@@ -172,7 +183,7 @@ func (g *gen) createPatch() Step {
 	if g.kind.Builtin {
 		types = append(types, v1alpha1.PatchTypeStrategicMerge)
 	}
-	s := Step{Op: OpPatchCreate, Who: fmt.Sprintf("fp-%d", g.patches), Type: types[g.r.Intn(len(types))]}
+	s := Step{Op: OpPatchCreate, Who: fmt.Sprintf("fp-%d", g.patches), Type: types[g.r.Intn(len(types))], APIVersion: g.version()}
 	switch x := g.r.Intn(20); {
 	case x < 14:
 		s.Conflict = v1alpha1.ConflictPolicyForce

@@ -266,6 +266,9 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 	case OpCreate, OpApply:
 		u := &unstructured.Unstructured{Object: objectOf(s.Fields)}
 		u.SetGroupVersionKind(r.kind.GVK())
+		if s.APIVersion != "" {
+			u.SetAPIVersion(s.APIVersion)
+		}
 		u.SetNamespace(r.ns)
 		u.SetName(targetName)
 		opts := []client.ApplyOption{client.FieldOwner(s.Who)}
@@ -282,6 +285,9 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 			return nil, "", err
 		}
 		fp.Spec.Target = v1alpha1.TargetReference{APIVersion: r.kind.APIVersion, Kind: r.kind.Name, Name: targetName}
+		if s.APIVersion != "" {
+			fp.Spec.Target.APIVersion = s.APIVersion
+		}
 		if err := r.env.Client.Create(ctx, fp); err != nil {
 			return nil, "", fmt.Errorf("create FieldPatch %s: %w", s.Who, err)
 		}
@@ -343,6 +349,9 @@ func (r *run) response(u *unstructured.Unstructured, before *snapshot, err error
 func (r *run) update(ctx context.Context, s Step) (*snapshot, string, error) {
 	for attempt := 0; ; attempt++ {
 		live := r.target()
+		if s.APIVersion != "" {
+			live.SetAPIVersion(s.APIVersion)
+		}
 		if err := r.env.Client.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
 			return nil, "", err
 		}

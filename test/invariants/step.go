@@ -78,6 +78,10 @@ type Step struct {
 	// Append, for a JSON FieldPatch, is a value its patch also appends to
 	// .spec.setList ("add" at "/spec/setList/-", not idempotent).
 	Append string
+	// APIVersion is the version the request is sent in (OpApply,
+	// OpUpdate) or the FieldPatch targets (OpPatchCreate); empty: the
+	// kind's.
+	APIVersion string
 }
 
 func fieldList(fs []Field) string {
@@ -90,6 +94,11 @@ func fieldList(fs []Field) string {
 
 // String reads like a line of a log.
 func (s Step) String() string {
+	if s.APIVersion != "" && (s.Op == OpApply || s.Op == OpUpdate || s.Op == OpPatchCreate) {
+		v := s
+		v.APIVersion = ""
+		return v.String() + " [" + s.APIVersion + "]"
+	}
 	switch s.Op {
 	case OpCreate:
 		return fmt.Sprintf("%s creates the target %s", s.Who, fieldList(s.Fields))
