@@ -247,7 +247,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			if isUIDMismatch(err) {
 				return res, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
 			}
-			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && merged != nil {
+			// (Not when live has entries of other versions: the local
+			// result left them out, so it could show keys of theirs gone.)
+			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && merged != nil && withEntriesOfVersion(live, intent.GetAPIVersion()) == live {
 				// The apply removes the last keys of a map another manager
 				// owns: structured-merge-diff leaves it null, which a
 				// custom resource's schema refuses (kubernetes/kubernetes

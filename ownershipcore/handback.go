@@ -401,6 +401,20 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			if !errors.Is(perr, ErrNoOneStep) {
 				return Result{}, perr
 			}
+			// The local result could not be checked (entries of another
+			// version, say): the fields we own alone go first, in a
+			// guarded JSON patch that keeps emptied maps, and the empty
+			// apply is tried again from a fresh read.
+			if !alone.Empty() {
+				cleaned := live.DeepCopy()
+				rerr := a.removeFields(ctx, cleaned, alone, others, manager)
+				if rerr == nil || apierrors.IsConflict(rerr) {
+					return Result{}, staleError{fmt.Errorf("removed the fields of %s alone before its empty apply: %v", manager, rerr)}
+				}
+				if !apierrors.IsInvalid(rerr) {
+					return Result{}, rerr
+				}
+			}
 			// Without our fields the object would be invalid (a required
 			// field): they stay, unowned, and the caller says so.
 			kept, rerr := a.Release(ctx, ref, manager, ours.Fields)
@@ -418,6 +432,59 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 	}
 	res.Removed, res.Object = removed, after
 	return res, nil
+}
+
+// removeFields removes fields from live in one JSON patch guarded by its
+// UID and resourceVersion: each top-level field holding one is replaced by
+// its value without them, under manager; live becomes the answer. A map
+// they leave empty that a manager of others owns stays, empty (SSA would
+// keep it; a CRD refuses it null). The removed fields leave every managed
+// fields entry with them.
+func (a *Applier) removeFields(ctx context.Context, live *unstructured.Unstructured, fields, others *fieldpath.Set, manager string) error {
+	cleaned, err := a.RemoveFields(live, fields)
+	if err != nil {
+		return err
+	}
+	emptyNullMaps(cleaned.Object, live.Object)
+	fields.Iterate(func(p fieldpath.Path) {
+		if len(p) < 2 || !others.Has(p[:len(p)-1]) {
+			return
+		}
+		var names []string
+		for _, pe := range p[:len(p)-1] {
+			if pe.FieldName == nil {
+				return
+			}
+			names = append(names, *pe.FieldName)
+		}
+		if _, isMap := unstructuredField(live.Object, names).(map[string]interface{}); !isMap {
+			return
+		}
+		if v, found, _ := unstructured.NestedFieldNoCopy(cleaned.Object, names...); !found || v == nil {
+			_ = unstructured.SetNestedField(cleaned.Object, map[string]interface{}{}, names...)
+		}
+	})
+	ops := guards(live)
+	for _, top := range topPaths(fields) {
+		v, found, _ := unstructured.NestedFieldNoCopy(cleaned.Object, top...)
+		ptr := jsonPointer(top...)
+		if found {
+			ops = append(ops, map[string]interface{}{"op": "replace", "path": ptr, "value": v})
+		} else {
+			ops = append(ops, map[string]interface{}{"op": "remove", "path": ptr})
+		}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	return a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager))
+}
+
+// unstructuredField is the value at names in obj, or nil.
+func unstructuredField(obj map[string]interface{}, names []string) interface{} {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, names...)
+	return v
 }
 
 // holders returns the paths of ours that hold a path of others: list items
@@ -545,25 +612,7 @@ func (a *Applier) removeLeftovers(ctx context.Context, obj, applied *unstructure
 		if left.Empty() {
 			return nil
 		}
-		cleaned, err := a.RemoveFields(live, left)
-		if err != nil {
-			return err
-		}
-		ops := guards(live)
-		for _, top := range topPaths(left) {
-			v, found, _ := unstructured.NestedFieldNoCopy(cleaned.Object, top...)
-			ptr := jsonPointer(top...)
-			if found {
-				ops = append(ops, map[string]interface{}{"op": "replace", "path": ptr, "value": v})
-			} else {
-				ops = append(ops, map[string]interface{}{"op": "remove", "path": ptr})
-			}
-		}
-		patch, err := json.Marshal(ops)
-		if err != nil {
-			return err
-		}
-		if err := a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(manager)); err != nil {
+		if err := a.removeFields(ctx, live, left, owners.others(manager), manager); err != nil {
 			return err
 		}
 		removed = removed.Union(left)

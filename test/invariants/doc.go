@@ -9,8 +9,8 @@
 // A sequence (Generate) picks a target — a ConfigMap, a Deployment, or a
 // Widget, the test CRD with every list and map type, served in v1 and v2
 // (test/testdata/crds/invariants.example.com_widgets.yaml) — which the
-// manager "base" creates. Other managers' requests and FieldPatch targets
-// use v2 a third of the time, so managed fields entries carry both. Then 4 to -steps random steps (Step.String reads
+// manager "base" creates. Other managers' requests use v2 a third of the
+// time, so managed fields entries carry both (FieldPatches target v1). Then 4 to -steps random steps (Step.String reads
 // like a log line):
 //
 //   - other field managers ("helm", "ops", "hpa") apply an intent with
