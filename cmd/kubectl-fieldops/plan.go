@@ -448,7 +448,6 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		return Plan{}, err
 	}
 	ledger.Follow(owners, present, manager)
-	ledger.Record(owners, intentSet, manager)
 	ours := owners.Applied(manager)
 	dropped := patchintent.Dropped(ours, intentSet, ledger, spec.DeletionPolicy)
 	droppedTo := ledger.Previous(dropped)
@@ -470,6 +469,18 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	if err == nil && res.Object != nil {
 		if after, err = ownershipcore.Owners(res.Object); err != nil {
 			return Plan{}, err
+		}
+		// As the controller records: the fields the apply forces, before
+		// it (recordTakes), then the others it takes (phaseApplied);
+		// fields it yields or fails on are not recorded.
+		forced := fieldset.NewSet()
+		for _, c := range res.Forced {
+			forced.Insert(c.Path)
+		}
+		ledger.Record(owners, forced, manager)
+		ledger.Unshare(forced)
+		if e := after.Applied(manager); e != nil {
+			ledger.Record(owners, e.Fields.Intersection(intentSet), manager)
 		}
 		ledger.Observe(after)
 	}
