@@ -78,8 +78,11 @@ type Reconciler struct {
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
 	contestsOnce sync.Once
-	once         sync.Once
-	skel         *skeleton.Reconciler[v1alpha1.Patcher, *pass]
+	// refusals are the conflicts the apiserver last answered, by
+	// FieldPatch (see phaseApply).
+	refusals sync.Map
+	once     sync.Once
+	skel     *skeleton.Reconciler[v1alpha1.Patcher, *pass]
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -158,6 +161,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			},
 			Delete: r.reconcileDelete,
 			Forget: func(key client.ObjectKey) {
+				r.refusals.Delete(key)
 				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
 				r.watches.Release(key) // its target is watched no more
 			},

@@ -2,6 +2,7 @@ package fieldpatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -200,16 +202,33 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
-	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
-		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
-			BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
-				return r.recordTakes(ctx, p, forced)
-			}})
-		if err == nil && p.res.Wrote() {
-			return p.res.Object // its watch event is our own write
+	// A conflict only the apiserver can see (with an entry of another
+	// version, which the local decision leaves out) is refused by it
+	// once; the same intent on the same target version is not sent again
+	// to be refused again on every reconcile, a write loop under
+	// conflictPolicy Fail (test/invariants under faults, seed 3000127).
+	key := client.ObjectKeyFromObject(p.obj)
+	seen := refusal{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration(), intent: intentKey(p.intent)}
+	if v, ok := r.refusals.Load(key); ok && v.(refusal).same(seen) {
+		p.res, err = ownershipcore.Result{Action: ownershipcore.ActionConflicted, Object: p.current}, v.(refusal).err
+	} else {
+		r.refusals.Delete(key)
+		r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
+			p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
+				BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
+					return r.recordTakes(ctx, p, forced)
+				}})
+			if err == nil && p.res.Wrote() {
+				return p.res.Object // its watch event is our own write
+			}
+			return nil
+		})
+		var refused *ownershipcore.ConflictError
+		if errors.As(err, &refused) && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+			seen.err = err
+			r.refusals.Store(key, seen)
 		}
-		return nil
-	})
+	}
 	err = tenant.Explain(p.account, err)
 	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
 	var conflictErr *ownershipcore.ConflictError
@@ -319,4 +338,27 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 	}
 	setReady(st, gen, msg)
 	return skeleton.NextAfter(p.requeue), nil
+}
+
+// refusal is a conflict the apiserver (or the local decision) answered to
+// an intent on a target version, for a FieldPatch generation.
+type refusal struct {
+	rv     string
+	gen    int64
+	intent string
+	err    error
+}
+
+func (f refusal) same(o refusal) bool {
+	return f.rv == o.rv && f.gen == o.gen && f.intent == o.intent
+}
+
+// intentKey is the intent's JSON (an intent the JSON encoder refuses has
+// none: it never matches).
+func intentKey(intent *unstructured.Unstructured) string {
+	b, err := json.Marshal(intent.Object)
+	if err != nil {
+		return "!" + err.Error()
+	}
+	return string(b)
 }

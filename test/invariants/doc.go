@@ -72,7 +72,8 @@
 // When that happened to a taken field, whether the hand-back goes to the
 // first owner or to the one in between is a matter of policy: then (3)
 // checks only the value. When a third manager removed the field while the
-// patch held it, only (5) is checked. A previous owner that lets the field
+// patch held it, or after another manager took it from the patch, only (5)
+// is checked. A previous owner that lets the field
 // go (removes or relinquishes it) is one no more, even if it takes the
 // field again later: it is then a manager in between (docs/fieldpatch.md,
 // "The record follows the apiserver").

@@ -201,9 +201,10 @@ type record struct {
 	// the manager that took it in between is a matter of policy, so only
 	// the value is checked at release.
 	contested bool
-	// ambiguous: a third manager, or one of several previous owners,
-	// removed the field while the patch held it; nothing but (5) is
-	// checked at release.
+	// ambiguous: a third manager removed the field (while the patch held
+	// it, or after another manager took it from the patch), or one of
+	// several previous owners removed it while the patch held it; nothing
+	// but (5) is checked at release.
 	ambiguous bool
 }
 
@@ -361,14 +362,18 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 		}
 		return
 	}
+	if had && !has {
+		// A third manager removed the field, whether the patch held it
+		// then or another manager had taken it from the patch: fieldops
+		// forgets its owners (the record follows the apiserver), and a
+		// repair adds it anew. Only (5) is checked.
+		rec.ambiguous = true
+		return
+	}
 	if !before.ownsAny(pm.manager, p) || written.ownsAny(pm.manager, p) {
 		return
 	}
-	if had && !has {
-		rec.ambiguous = true
-	} else {
-		rec.contested = true
-	}
+	rec.contested = true
 }
 
 // checkRelease checks the fields a FieldPatch let go: at its deletion
