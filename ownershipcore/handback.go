@@ -406,8 +406,10 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			// guarded JSON patch that keeps emptied maps, and the empty
 			// apply is tried again from a fresh read.
 			if !alone.Empty() {
+				// List items we own alone go whole (not field by field,
+				// which would leave an item without its key).
 				cleaned := live.DeepCopy()
-				rerr := a.removeFields(ctx, cleaned, alone, others, manager)
+				rerr := a.removeFields(ctx, cleaned, ours.Fields.Difference(others), others, manager)
 				if rerr == nil || apierrors.IsConflict(rerr) {
 					return Result{}, staleError{fmt.Errorf("removed the fields of %s alone before its empty apply: %v", manager, rerr)}
 				}
@@ -502,19 +504,24 @@ func holders(others, ours *fieldpath.Set) *fieldpath.Set {
 			if !ours.Has(prefix) || others.Has(prefix) {
 				continue
 			}
-			out.Insert(prefix.Copy())
-			if last := prefix[len(prefix)-1]; last.Key != nil {
-				for _, k := range *last.Key {
-					name := k.Name
-					kp := append(prefix.Copy(), fieldpath.PathElement{FieldName: &name})
-					if ours.Has(kp) {
-						out.Insert(kp)
-					}
-				}
-			}
+			insertWithKeys(out, prefix, ours)
 		}
 	})
 	return out
+}
+
+// insertWithKeys inserts path into out, with, when path is a list item,
+// those of its key fields that from holds.
+func insertWithKeys(out *fieldpath.Set, path fieldpath.Path, from *fieldpath.Set) {
+	out.Insert(path.Copy())
+	if last := path[len(path)-1]; last.Key != nil {
+		for _, k := range *last.Key {
+			name := k.Name
+			if kp := append(path.Copy(), fieldpath.PathElement{FieldName: &name}); from.Has(kp) {
+				out.Insert(kp)
+			}
+		}
+	}
 }
 
 // holderOwners gives each path of shield (see holders) to the entries of
@@ -535,16 +542,7 @@ func holderOwners(owners ManagedFields, manager string, shield *fieldpath.Set) M
 				if !shield.Has(prefix) {
 					continue
 				}
-				held.Insert(prefix.Copy())
-				if last := prefix[len(prefix)-1]; last.Key != nil {
-					for _, k := range *last.Key {
-						name := k.Name
-						kp := append(prefix.Copy(), fieldpath.PathElement{FieldName: &name})
-						if shield.Has(kp) {
-							held.Insert(kp)
-						}
-					}
-				}
+				insertWithKeys(held, prefix, shield)
 			}
 		})
 		if !held.Empty() {

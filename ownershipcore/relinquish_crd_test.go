@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -24,30 +24,7 @@ import (
 // without an owner (before, every field of the manager stayed, unowned).
 func TestRelinquishEmptiesAnotherManagersMapOnACRD(t *testing.T) {
 	ctx := context.Background()
-	installCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.relinquish.fieldops.dev}
-spec:
-  group: relinquish.fieldops.dev
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              other: {type: string}
-              params:
-                type: object
-                additionalProperties: {type: string}
-`, "relinquish.fieldops.dev/v1", "Gadget")
+	installCRD(t, "relinquish.fieldops.dev", "Gadget", []string{"v1"}, map[string]apiextensionsv1.JSONSchemaProps{"other": stringProp, "params": stringMapProp})
 	a, requests := newApplier(t)
 	const gadget = `{"apiVersion": "relinquish.fieldops.dev/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}, "spec": %s}`
 	applyAs(t, a.Client, "base", sprintf(gadget, `{"other": "x", "params": {}}`))
@@ -81,39 +58,62 @@ spec:
 	}
 }
 
-// installCRD creates the CRD y and waits until apiVersion/kind is served
-// and known to the test's Schema.
-func installCRD(t *testing.T, y, apiVersion, kind string) {
+// Properties of the test CRDs' spec.
+var (
+	stringProp    = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	stringMapProp = apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &stringProp}}
+)
+
+// installCRD creates a namespaced CRD of kind in group, served in
+// versions (the first stored, no conversion webhook) with the spec
+// properties spec, and waits until it is served and known to the test's
+// Schema.
+func installCRD(t *testing.T, group, kind string, versions []string, spec map[string]apiextensionsv1.JSONSchemaProps) {
 	t.Helper()
 	ctx := context.Background()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal([]byte(y), crd); err != nil {
-		t.Fatal(err)
+	plural := strings.ToLower(kind) + "s"
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
+		},
+	}
+	for i, v := range versions {
+		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: v, Served: true, Storage: i == 0,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type:       "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: spec}},
+			}},
+		})
 	}
 	cs := apiextensionsclient.NewForConfigOrDie(cfg)
 	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	probe := &unstructured.Unstructured{}
-	probe.SetAPIVersion(apiVersion)
-	probe.SetKind(kind)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-		established := false
-		if err == nil {
-			for _, cond := range c.Status.Conditions {
-				established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
+	for _, v := range versions {
+		probe := &unstructured.Unstructured{}
+		probe.SetAPIVersion(group + "/" + v)
+		probe.SetKind(kind)
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			c, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			established := false
+			if err == nil {
+				for _, cond := range c.Status.Conditions {
+					established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
+				}
 			}
-		}
-		if established {
-			if _, err := schema.ToTyped(probe); err == nil {
-				return
+			if established {
+				if _, err := schema.ToTyped(probe); err == nil {
+					break
+				}
 			}
+			if time.Now().After(deadline) {
+				t.Fatalf("CRD %s not served in %s: %v", crd.Name, v, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not served: %v", crd.Name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -126,31 +126,7 @@ func installCRD(t *testing.T, y, apiVersion, kind string) {
 // (test/invariants seed 400141).
 func TestApplyDropsLastKeyOfAnotherManagersMap(t *testing.T) {
 	ctx := context.Background()
-	installCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: knobs.apply.fieldops.dev}
-spec:
-  group: apply.fieldops.dev
-  scope: Namespaced
-  names: {plural: knobs, singular: knob, kind: Knob, listKind: KnobList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              other: {type: string}
-              mine: {type: string}
-              params:
-                type: object
-                additionalProperties: {type: string}
-`, "apply.fieldops.dev/v1", "Knob")
+	installCRD(t, "apply.fieldops.dev", "Knob", []string{"v1"}, map[string]apiextensionsv1.JSONSchemaProps{"other": stringProp, "mine": stringProp, "params": stringMapProp})
 	a, requests := newApplier(t)
 	const knob = `{"apiVersion": "apply.fieldops.dev/v1", "kind": "Knob", "metadata": {"name": "k", "namespace": "default"}, "spec": %s}`
 	applyAs(t, a.Client, "base", sprintf(knob, `{"other": "x", "params": {}}`))
@@ -194,40 +170,7 @@ spec:
 // entry is still found, by the apiserver.
 func TestApplyWithEntriesOfAnotherVersion(t *testing.T) {
 	ctx := context.Background()
-	installCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: dials.versions.fieldops.dev}
-spec:
-  group: versions.fieldops.dev
-  scope: Namespaced
-  names: {plural: dials, singular: dial, kind: Dial, listKind: DialList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              other: {type: string}
-              mine: {type: string}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              other: {type: string}
-              mine: {type: string}
-`, "versions.fieldops.dev/v1", "Dial")
+	installCRD(t, "versions.fieldops.dev", "Dial", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"other": stringProp, "mine": stringProp})
 	a, requests := newApplier(t)
 	const dial = `{"apiVersion": "versions.fieldops.dev/%s", "kind": "Dial", "metadata": {"name": "d", "namespace": "default"}, "spec": %s}`
 	applyAs(t, a.Client, "base", sprintf(dial, "v2", `{"other": "x"}`))

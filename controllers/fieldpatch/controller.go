@@ -78,9 +78,9 @@ type Reconciler struct {
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
 	contestsOnce sync.Once
-	// refusals are the conflicts the apiserver last answered, by
+	// outcomes are the conflicts the apiserver last answered, by
 	// FieldPatch (see phaseApply).
-	refusals sync.Map
+	outcomes sync.Map
 	once     sync.Once
 	skel     *skeleton.Reconciler[v1alpha1.Patcher, *pass]
 }
@@ -161,7 +161,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			},
 			Delete: r.reconcileDelete,
 			Forget: func(key client.ObjectKey) {
-				r.refusals.Delete(key)
+				r.outcomes.Delete(key)
 				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
 				r.watches.Release(key) // its target is watched no more
 			},

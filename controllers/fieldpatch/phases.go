@@ -202,17 +202,19 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
-	// A conflict only the apiserver can see (with an entry of another
-	// version, which the local decision leaves out) is refused by it
-	// once; the same intent on the same target version is not sent again
-	// to be refused again on every reconcile, a write loop under
-	// conflictPolicy Fail (test/invariants under faults, seed 3000127).
+	// An outcome only the apiserver could give (a conflict with an entry
+	// of another version, which the local decision leaves out) is asked
+	// for once: the same intent on the same target version, for the same
+	// generation, gets the same answer without a request, instead of a
+	// refused apply (Fail) or a refused apply and an empty one (Yield) on
+	// every reconcile (test/invariants seeds 3000127 under faults, 700280,
+	// 4000177).
 	key := client.ObjectKeyFromObject(p.obj)
-	seen := refusal{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration(), intent: intentKey(p.intent)}
-	if v, ok := r.refusals.Load(key); ok && v.(refusal).same(seen) {
-		p.res, err = ownershipcore.Result{Action: ownershipcore.ActionConflicted, Object: p.current}, v.(refusal).err
+	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration(), intent: intentKey(p.intent)}
+	if v, ok := r.outcomes.Load(key); ok && v.(outcome).same(seen) {
+		p.res, err = v.(outcome).res, v.(outcome).err
 	} else {
-		r.refusals.Delete(key)
+		r.outcomes.Delete(key)
 		r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
 			p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
 				BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
@@ -224,9 +226,10 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 			return nil
 		})
 		var refused *ownershipcore.ConflictError
-		if errors.As(err, &refused) && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-			seen.err = err
-			r.refusals.Store(key, seen)
+		answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
+		if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+			seen.res, seen.err = p.res, err
+			r.outcomes.Store(key, seen)
 		}
 	}
 	err = tenant.Explain(p.account, err)
@@ -340,16 +343,18 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 	return skeleton.NextAfter(p.requeue), nil
 }
 
-// refusal is a conflict the apiserver (or the local decision) answered to
-// an intent on a target version, for a FieldPatch generation.
-type refusal struct {
+// outcome is what an apply of an intent to a target version, for a
+// FieldPatch generation, came to after conflicts (a ConflictError, or
+// conflicts yielded or forced with nothing left to write).
+type outcome struct {
 	rv     string
 	gen    int64
 	intent string
+	res    ownershipcore.Result
 	err    error
 }
 
-func (f refusal) same(o refusal) bool {
+func (f outcome) same(o outcome) bool {
 	return f.rv == o.rv && f.gen == o.gen && f.intent == o.intent
 }
 

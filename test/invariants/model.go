@@ -454,6 +454,21 @@ func (m *model) gone(s *snapshot, p fieldpath.Path) bool {
 	return defaulted && reflect.DeepEqual(v, d)
 }
 
+// workloadLeft notes a workload's deletion: a recorded field it held
+// (taken from the patch) is removed by its relinquish, unless another
+// manager owns it, and a patch may take it back before or after that
+// removal: whether fieldops saw the field gone (and forgot its owners) is
+// a matter of timing, so only (5) is checked for it.
+func (m *model) workloadLeft(manager string, before *snapshot) {
+	for _, pm := range m.patches {
+		for _, rec := range pm.records {
+			if before.ownsAny(manager, rec.path) {
+				rec.ambiguous = true
+			}
+		}
+	}
+}
+
 // checkWorkloadGone is invariant (2) for a deleted workload.
 func (m *model) checkWorkloadGone(name, manager string, after *snapshot) []Violation {
 	var out []Violation

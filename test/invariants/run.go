@@ -222,6 +222,7 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 		vs = append(vs, r.model.checkRelease(deletedPatch, before, after, true)...)
 	case OpWorkloadDelete:
 		vs = append(vs, r.model.checkWorkloadGone(s.Who, deletedWorkload, after)...)
+		r.model.workloadLeft(deletedWorkload, before)
 	}
 	r.model.observe(actor, before, written, after)
 	return vs, note, after, nil
