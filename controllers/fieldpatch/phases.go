@@ -202,37 +202,7 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	if err != nil {
 		return r.fail(p.obj, err)
 	}
-	// An outcome only the apiserver could give (a conflict with an entry
-	// of another version, which the local decision leaves out) is asked
-	// for once: the same intent on the same target version, for the same
-	// generation, gets the same answer without a request, instead of a
-	// refused apply (Fail) or a refused apply and an empty one (Yield) on
-	// every reconcile (test/invariants seeds 3000127 under faults, 700280,
-	// 4000177).
-	key := client.ObjectKeyFromObject(p.obj)
-	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration(), intent: intentKey(p.intent)}
-	if v, ok := r.outcomes.Load(key); ok && v.(outcome).same(seen) {
-		p.res, err = v.(outcome).res, v.(outcome).err
-	} else {
-		r.outcomes.Delete(key)
-		r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
-			p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
-				BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
-					return r.recordTakes(ctx, p, forced)
-				}})
-			if err == nil && p.res.Wrote() {
-				return p.res.Object // its watch event is our own write
-			}
-			return nil
-		})
-		var refused *ownershipcore.ConflictError
-		answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
-		if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-			seen.res, seen.err = p.res, err
-			r.outcomes.Store(key, seen)
-		}
-	}
-	err = tenant.Explain(p.account, err)
+	err = tenant.Explain(p.account, r.apply(ctx, p, strategy))
 	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
@@ -341,6 +311,42 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 	}
 	setReady(st, gen, msg)
 	return skeleton.NextAfter(p.requeue), nil
+}
+
+// apply applies the intent with strategy, recording forced fields first
+// (recordTakes). An outcome only the apiserver could give (a conflict
+// with an entry of another version, which the local decision leaves out)
+// is asked for once: the same intent on the same target version, for the
+// same generation, gets the same answer without a request, instead of a
+// refused apply (Fail) or a refused apply and an empty one (Yield) on
+// every reconcile (test/invariants seeds 3000127 under faults, 700280,
+// 4000177).
+func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
+	key := client.ObjectKeyFromObject(p.obj)
+	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration(), intent: intentKey(p.intent)}
+	if v, ok := r.outcomes.Load(key); ok && v.(outcome).same(seen) {
+		p.res = v.(outcome).res
+		return v.(outcome).err
+	}
+	r.outcomes.Delete(key)
+	var err error
+	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
+		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
+			BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
+				return r.recordTakes(ctx, p, forced)
+			}})
+		if err == nil && p.res.Wrote() {
+			return p.res.Object // its watch event is our own write
+		}
+		return nil
+	})
+	var refused *ownershipcore.ConflictError
+	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
+	if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+		seen.res, seen.err = p.res, err
+		r.outcomes.Store(key, seen)
+	}
+	return err
 }
 
 // outcome is what an apply of an intent to a target version, for a
