@@ -185,8 +185,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	}
 	var res Result
 	force, emptied := false, false
-	// At most twice: conflicts found locally (or by the server, when the
-	// cache was stale) are resolved once, then the apply is final.
+	// At most three times: conflicts found locally (or by the server, when
+	// the cache was stale) are resolved, then those the server alone saw
+	// (entries of another version), then the apply is final.
 	for attempt := 0; ; attempt++ {
 		var conflictErr error
 		var merged *unstructured.Unstructured
@@ -269,7 +270,11 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			}
 			conflictErr = err
 		}
-		if attempt > 0 || force {
+		// A second round of conflicts comes from the apiserver after the
+		// local ones were yielded: conflicts with entries of another
+		// version, which the local decision leaves out. They are resolved
+		// too, once; a forced apply has no field conflicts left.
+		if attempt > 1 || force {
 			return res, fmt.Errorf("apply %s: %w", describe(intent), conflictErr)
 		}
 		intent, force, err = a.resolve(ctx, &res, intent, live, opts, conflictErr)

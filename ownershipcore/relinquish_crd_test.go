@@ -190,4 +190,13 @@ func TestApplyWithEntriesOfAnotherVersion(t *testing.T) {
 	if !errors.As(err, &conflict) || len(conflict.Conflicts) != 1 || conflict.Conflicts[0].Manager != "base" {
 		t.Errorf("a field of base's v2 entry: %v, want a conflict with base", err)
 	}
+	// Yield, with one conflict seen locally (helm's v1 entry) and one only
+	// the apiserver sees (base's v2 entry): both are yielded, in two
+	// rounds, and the rest applied.
+	applyAs(t, a.Client, "helm", sprintf(dial, "v1", `{"mine": "h"}`))
+	yield := ownershipcore.ApplyOptions{FieldManager: "fp2", Conflicts: ownershipcore.Static(ownershipcore.DecisionYield)}
+	res, err := a.Apply(ctx, obj(t, sprintf(dial, "v1", `{"mine": "z", "other": "y"}`)), yield)
+	if err != nil || len(res.Yielded) != 2 {
+		t.Errorf("yield to helm (v1) and base (v2): yielded %v, %v; want both", res.Yielded, err)
+	}
 }
