@@ -426,7 +426,9 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		if !ok || !reflect.DeepEqual(av, bv) && !m.workloadHolds(after, p) {
 			out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s; its value %s must stay %s, but it is %s", k, ownerList(owners), show(bv, true), when, show(av, ok))})
 		}
-		if pm.deletion == v1alpha1.DeletionPolicyRelinquish || rec.contested {
+		// A workload that holds the field now took it from its owners
+		// (Force), not the patch: there is nothing to hand back.
+		if pm.deletion == v1alpha1.DeletionPolicyRelinquish || rec.contested || m.workloadHolds(after, p) {
 			return out
 		}
 		for _, o := range owners {
