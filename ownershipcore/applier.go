@@ -256,7 +256,7 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 				// custom resource's schema refuses (kubernetes/kubernetes
 				// issues 103011, 117447). Those keys go first, in one
 				// guarded JSON patch, and the apply is decided again.
-				if ops := emptiedMaps(live.Object, merged.Object, ""); len(ops) > 0 {
+				if ops := emptiedMaps(live.Object, merged.Object); len(ops) > 0 {
 					emptied = true
 					if live, err = a.removeEmptied(ctx, live, ops, opts.FieldManager); err != nil {
 						return res, fmt.Errorf("apply %s: %w", describe(intent), err)

@@ -239,24 +239,57 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 }
 
 // emptyNullMaps sets every null in out where before holds a map to an
-// empty map, walking maps by key and lists of the same length by index
-// (the lists and maps out and before share; a list that lost items is not
-// walked, and its nulls stay for hasNull to refuse).
+// empty map (see nullMaps).
 func emptyNullMaps(out, before map[string]interface{}) {
-	for k, v := range out {
-		b, ok := before[k]
-		if !ok {
-			continue
+	nullMaps(out, before, "", func(parent map[string]interface{}, key, _ string, _ map[string]interface{}) {
+		parent[key] = map[string]interface{}{}
+	})
+}
+
+// emptiedMaps returns JSON patch operations (RFC 6902) that remove, from
+// live, every key of each map that merged (the local result of an apply
+// to live) leaves null: the keys the apply removes, all of them. Metadata
+// and status are left out.
+func emptiedMaps(live, merged map[string]interface{}) []map[string]interface{} {
+	var ops []map[string]interface{}
+	nullMaps(merged, live, "", func(_ map[string]interface{}, _, path string, was map[string]interface{}) {
+		if strings.HasPrefix(path, "/metadata/") || strings.HasPrefix(path, "/status/") {
+			return
 		}
-		switch bv := b.(type) {
+		names := make([]string, 0, len(was))
+		for n := range was {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			ops = append(ops, map[string]interface{}{"op": "remove", "path": path + jsonPointer(n)})
+		}
+	})
+	return ops
+}
+
+// nullMaps calls fn for every null in out where before holds a map, with
+// the map holding it in out, its key, its JSON pointer (prefix is out's)
+// and before's map, in key order. It walks maps by key and lists of the
+// same length by index (the lists and maps out and before share; a list
+// that lost items is not walked).
+func nullMaps(out, before map[string]interface{}, prefix string, fn func(parent map[string]interface{}, key, path string, was map[string]interface{})) {
+	keys := make([]string, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		path := prefix + jsonPointer(k)
+		switch bv := before[k].(type) {
 		case map[string]interface{}:
-			if v == nil {
-				out[k] = map[string]interface{}{}
-			} else if ov, ok := v.(map[string]interface{}); ok {
-				emptyNullMaps(ov, bv)
+			if out[k] == nil {
+				fn(out, k, path, bv)
+			} else if ov, ok := out[k].(map[string]interface{}); ok {
+				nullMaps(ov, bv, path, fn)
 			}
 		case []interface{}:
-			ov, ok := v.([]interface{})
+			ov, ok := out[k].([]interface{})
 			if !ok || len(ov) != len(bv) {
 				continue
 			}
@@ -264,61 +297,11 @@ func emptyNullMaps(out, before map[string]interface{}) {
 				om, ok1 := ov[i].(map[string]interface{})
 				bm, ok2 := bv[i].(map[string]interface{})
 				if ok1 && ok2 {
-					emptyNullMaps(om, bm)
+					nullMaps(om, bm, fmt.Sprintf("%s/%d", path, i), fn)
 				}
 			}
 		}
 	}
-}
-
-// emptiedMaps returns JSON patch operations (RFC 6902) that remove, from
-// live, every key of each map that merged (the local result of an apply
-// to live) leaves null: the keys the apply removes, all of them. Maps are
-// walked by key, lists of the same length by index; prefix is the JSON
-// pointer of live and merged.
-func emptiedMaps(live, merged map[string]interface{}, prefix string) []map[string]interface{} {
-	var ops []map[string]interface{}
-	keys := make([]string, 0, len(merged))
-	for k := range merged {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if prefix == "" && (k == "metadata" || k == "status") {
-			continue
-		}
-		path := prefix + jsonPointer(k)
-		switch lv := live[k].(type) {
-		case map[string]interface{}:
-			mv, isMap := merged[k].(map[string]interface{})
-			switch {
-			case merged[k] == nil && len(lv) > 0:
-				names := make([]string, 0, len(lv))
-				for n := range lv {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
-					ops = append(ops, map[string]interface{}{"op": "remove", "path": path + jsonPointer(n)})
-				}
-			case isMap:
-				ops = append(ops, emptiedMaps(lv, mv, path)...)
-			}
-		case []interface{}:
-			mv, ok := merged[k].([]interface{})
-			if !ok || len(mv) != len(lv) {
-				continue
-			}
-			for i := range mv {
-				li, ok1 := lv[i].(map[string]interface{})
-				mi, ok2 := mv[i].(map[string]interface{})
-				if ok1 && ok2 {
-					ops = append(ops, emptiedMaps(li, mi, fmt.Sprintf("%s/%d", path, i))...)
-				}
-			}
-		}
-	}
-	return ops
 }
 
 // removeEmptied sends ops (see emptiedMaps) as one JSON patch guarded by

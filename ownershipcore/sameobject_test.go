@@ -165,7 +165,7 @@ func TestEmptiedMaps(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, op := range emptiedMaps(live, merged, "") {
+		for _, op := range emptiedMaps(live, merged) {
 			if op["op"] != "remove" {
 				t.Errorf("%s: op %v", tc.live, op)
 			}

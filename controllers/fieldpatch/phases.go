@@ -323,12 +323,16 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 // 4000177).
 func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
 	key := client.ObjectKeyFromObject(p.obj)
-	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration(), intent: intentKey(p.intent)}
-	if v, ok := r.outcomes.Load(key); ok && v.(outcome).same(seen) {
-		p.res = v.(outcome).res
-		return v.(outcome).err
+	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration()}
+	// The intent is encoded only to compare with or keep an outcome, not
+	// on every reconcile.
+	if v, ok := r.outcomes.Load(key); ok {
+		if last := v.(outcome); last.rv == seen.rv && last.gen == seen.gen && last.intent == intentKey(p.intent) {
+			p.res = last.res
+			return last.err
+		}
+		r.outcomes.Delete(key)
 	}
-	r.outcomes.Delete(key)
 	var err error
 	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
 		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
@@ -343,7 +347,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 	var refused *ownershipcore.ConflictError
 	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
 	if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		seen.res, seen.err = p.res, err
+		seen.intent, seen.res, seen.err = intentKey(p.intent), p.res, err
 		r.outcomes.Store(key, seen)
 	}
 	return err
@@ -358,10 +362,6 @@ type outcome struct {
 	intent string
 	res    ownershipcore.Result
 	err    error
-}
-
-func (f outcome) same(o outcome) bool {
-	return f.rv == o.rv && f.gen == o.gen && f.intent == o.intent
 }
 
 // intentKey is the intent's JSON (an intent the JSON encoder refuses has
