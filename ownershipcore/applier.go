@@ -248,15 +248,15 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			if isUIDMismatch(err) {
 				return res, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
 			}
-			// (Not when live has entries of other versions: the local
-			// result left them out, so it could show keys of theirs gone.)
-			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && merged != nil && withEntriesOfVersion(live, intent.GetAPIVersion()) == live {
+			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && merged != nil {
 				// The apply removes the last keys of a map another manager
 				// owns: structured-merge-diff leaves it null, which a
 				// custom resource's schema refuses (kubernetes/kubernetes
 				// issues 103011, 117447). Those keys go first, in one
 				// guarded JSON patch, and the apply is decided again.
-				if ops := emptiedMaps(live.Object, merged.Object); len(ops) > 0 {
+				// With entries of other versions, which the local result
+				// left out, only keys manager owns alone on live go.
+				if ops := emptiedMaps(live.Object, merged.Object); len(ops) > 0 && (withEntriesOfVersion(live, intent.GetAPIVersion()) == live || ownedAlone(live, opts.FieldManager, ops)) {
 					emptied = true
 					if live, err = a.removeEmptied(ctx, live, ops, opts.FieldManager); err != nil {
 						return res, fmt.Errorf("apply %s: %w", describe(intent), err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -302,6 +303,38 @@ func nullMaps(out, before map[string]interface{}, prefix string, fn func(parent 
 			}
 		}
 	}
+}
+
+// ownedAlone reports whether every path the remove operations ops name is
+// a field manager owns on live and no other entry does (of any version).
+// A path through a list item (an index) is never: its item cannot be
+// named from the index alone.
+func ownedAlone(live *unstructured.Unstructured, manager string, ops []map[string]interface{}) bool {
+	owners, err := Owners(live)
+	if err != nil {
+		return false
+	}
+	ours := owners.Applied(manager)
+	if ours == nil {
+		return false
+	}
+	others := owners.others(manager)
+	unescape := strings.NewReplacer("~1", "/", "~0", "~")
+	for _, op := range ops {
+		ptr, _ := op["path"].(string)
+		var p fieldpath.Path
+		for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+			if _, err := strconv.Atoi(seg); err == nil {
+				return false
+			}
+			name := unescape.Replace(seg)
+			p = append(p, fieldpath.PathElement{FieldName: &name})
+		}
+		if !ours.Fields.Has(p) || others.Has(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // removeEmptied sends ops (see emptiedMaps) as one JSON patch guarded by
