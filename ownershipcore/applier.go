@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -357,7 +358,22 @@ func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager s
 	// unchanged. They are left out of the decision: a conflict with one of
 	// them is the apiserver's to report (a 409, resolved as any other).
 	base := withEntriesOfVersion(live, intent.GetAPIVersion())
-	out, err := fm.Apply(base.DeepCopy(), intent.DeepCopy(), manager, force)
+	in := base.DeepCopy()
+	if base != live && len(base.GetManagedFields()) == 0 {
+		// Every entry was of another version. With no managed fields at
+		// all, the field manager takes the object for one never applied
+		// and gives all its fields to an invented "before-first-apply"
+		// entry (apimachinery's skipNonAppliedManager): the result then
+		// always differs, and conflicts name a manager that does not
+		// exist (test/invariants seed 3000197 with targets in v2). An
+		// entry that owns nothing stands in for the others: it is
+		// dropped from the result, as every empty entry is.
+		in.SetManagedFields([]metav1.ManagedFieldsEntry{{
+			Manager: "fieldops-other-versions", Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: intent.GetAPIVersion(), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")},
+		}})
+	}
+	out, err := fm.Apply(in, intent.DeepCopy(), manager, force)
 	if err != nil {
 		return true, nil, err
 	}

@@ -69,9 +69,18 @@ func (l *Ledger) add(key ManagerKey, fields, shared *fieldpath.Set) {
 //
 //   - a recorded field the object no longer holds was removed: no previous
 //     owner keeps it;
-//   - a field an entry co-owned when last seen, that it no longer owns while
-//     manager still does, was let go by that owner (an empty apply, or an
-//     apply without it): the entry forgets it.
+//   - a field an entry's field manager co-owned when last seen (Observe),
+//     that no entry of that field manager owns now while manager still
+//     does, was let go by that owner (an empty apply, or an apply without
+//     it): the entry forgets it.
+//
+// A field manager is one actor whatever the operation of its entries: the
+// ledger may hold its Update entry (the one fieldops took a field from)
+// while its Apply entry co-owns the field later (an upgrade to apply, as
+// client-go's csaupgrade or kubectl apply --server-side does). A later
+// apply that gives the field up is that manager letting it go, and the old
+// Update entry must not get it back at deletion (test/invariants, seed
+// 900076).
 //
 // It then notes which fields each entry co-owns now (Observe) and returns
 // the fields forgotten.
@@ -87,7 +96,7 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 		e := &l.Entries[i]
 		gone := e.Fields.Difference(present)
 		goneAll = goneAll.Union(gone)
-		letGo := e.Shared.Difference(ownedBy(owners, e.ManagerKey)).Intersection(ours)
+		letGo := e.Shared.Difference(ownedByManager(owners, e.Manager)).Intersection(ours)
 		drop := gone.Union(letGo)
 		if !drop.Empty() {
 			e.Fields = e.Fields.Difference(drop)
@@ -122,23 +131,26 @@ func (l *Ledger) Unshare(fields *fieldpath.Set) bool {
 	return changed
 }
 
-// Observe notes which recorded fields each entry co-owns in owners: call it
-// with the managed fields right after manager's own write, so that the
-// fields that write took are not mistaken for fields let go.
+// Observe notes which recorded fields each entry's field manager co-owns
+// in owners (by any of its entries): call it with the managed fields right
+// after manager's own write, so that the fields that write took are not
+// mistaken for fields let go.
 func (l *Ledger) Observe(owners ManagedFields) {
 	for i := range l.Entries {
-		l.Entries[i].Shared = l.Entries[i].Fields.Intersection(ownedBy(owners, l.Entries[i].ManagerKey))
+		l.Entries[i].Shared = l.Entries[i].Fields.Intersection(ownedByManager(owners, l.Entries[i].Manager))
 	}
 }
 
-// ownedBy is the field set of the entry of owners with key, or empty.
-func ownedBy(owners ManagedFields, key ManagerKey) *fieldpath.Set {
+// ownedByManager is the union of the field sets of every entry of owners
+// whose manager is name, whatever its operation, apiVersion or subresource.
+func ownedByManager(owners ManagedFields, name string) *fieldpath.Set {
+	out := fieldpath.NewSet()
 	for _, e := range owners {
-		if sameEntry(e.ManagerKey, key) {
-			return e.Fields
+		if e.Manager == name {
+			out = out.Union(e.Fields)
 		}
 	}
-	return fieldpath.NewSet()
+	return out
 }
 
 // Forget drops fields from every entry and from Recorded: they were handed

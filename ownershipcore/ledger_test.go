@@ -110,6 +110,42 @@ func TestLedgerFollowsOwners(t *testing.T) {
 	}
 }
 
+// A field manager is one actor across its entries: fieldops took a field
+// from its Update entry, its Apply entry later co-owned the field (an
+// upgrade to apply), then applied without it. That is the manager letting
+// it go, and the Update entry is forgotten too (test/invariants, seed
+// 900076). An Update of the field by the same manager, which moves it from
+// its Apply entry to its Update entry, is no letting go.
+func TestLedgerFollowsManagerAcrossOperations(t *testing.T) {
+	helmApply := entry(t, "helm", apply, ".metadata.annotations.note")
+	helmUpdate := entry(t, "helm", update, ".metadata.annotations.note")
+	fp := entry(t, "fp", apply, ".metadata.annotations.note")
+	present := set(t, ".metadata.annotations.note")
+	none := ownershipcore.ManagedFields{fp}
+
+	l := ownershipcore.NewLedger()
+	l.Record(ownershipcore.ManagedFields{helmUpdate}, set(t, ".metadata.annotations.note"), "fp")
+	l.Observe(none) // taken by force
+	l.Follow(ownershipcore.ManagedFields{helmApply, fp}, present, "fp")
+	if got := paths(l); !reflect.DeepEqual(got, map[string][]string{"helm": {".metadata.annotations.note"}}) {
+		t.Fatalf("after helm's apply co-owns the field: ledger = %v", got)
+	}
+	if forgotten := l.Follow(none, present, "fp"); !reflect.DeepEqual(ownershipcore.FormatSet(forgotten), []string{".metadata.annotations.note"}) {
+		t.Fatalf("helm's apply without the field: forgotten %v, want the field", ownershipcore.FormatSet(forgotten))
+	}
+	if got := paths(l); len(got) != 0 {
+		t.Fatalf("after helm let the field go: ledger = %v, want empty", got)
+	}
+
+	l = ownershipcore.NewLedger()
+	l.Record(ownershipcore.ManagedFields{helmApply}, set(t, ".metadata.annotations.note"), "fp")
+	l.Observe(ownershipcore.ManagedFields{helmApply, fp}) // shared
+	l.Follow(ownershipcore.ManagedFields{helmUpdate, fp}, present, "fp")
+	if got := paths(l); !reflect.DeepEqual(got, map[string][]string{"helm": {".metadata.annotations.note"}}) {
+		t.Fatalf("after helm's update of the field (same value): ledger = %v, want it kept", got)
+	}
+}
+
 func TestLedgerForgetAndPrevious(t *testing.T) {
 	l := ownershipcore.NewLedger()
 	l.Record(ownershipcore.ManagedFields{entry(t, "base", apply, ".data.a"), entry(t, "hpa", update, ".data.h")}, set(t, ".data.a", ".data.h", ".data.x"), "fp")

@@ -201,6 +201,39 @@ func TestApplyWithEntriesOfAnotherVersion(t *testing.T) {
 	}
 }
 
+// When every entry is of another version, the local decision has no
+// managed fields left: it must not take the object for one never applied
+// (the field manager then invents a "before-first-apply" owner of every
+// field). An empty intent sends nothing, however often; a conflict names
+// the real owner (test/invariants seed 3000197, a FieldPatch in v2 whose
+// merge patch changed nothing sent an apply on every reconcile).
+func TestApplyWithOnlyEntriesOfAnotherVersion(t *testing.T) {
+	ctx := context.Background()
+	installCRD(t, "onlyversions.fieldops.dev", "Knob", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"other": stringProp, "mine": stringProp})
+	a, requests := newApplier(t)
+	const knob = `{"apiVersion": "onlyversions.fieldops.dev/%s", "kind": "Knob", "metadata": {"name": "k", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(knob, "v1", `{"other": "x"}`))
+	opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionFail)}
+	before := requests.writes.Load()
+	for i := 0; i < 2; i++ {
+		empty := `{"apiVersion": "onlyversions.fieldops.dev/v2", "kind": "Knob", "metadata": {"name": "k", "namespace": "default"}}`
+		if res, err := a.Apply(ctx, obj(t, empty), opts); err != nil || res.Wrote() {
+			t.Fatalf("an empty intent in v2: %s, %v; want nothing written", res.Action, err)
+		}
+	}
+	if n := requests.writes.Load() - before; n != 0 {
+		t.Errorf("an empty intent in v2, twice: %d writes, want 0", n)
+	}
+	_, err := a.Apply(ctx, obj(t, sprintf(knob, "v2", `{"other": "y"}`)), opts)
+	var conflict *ownershipcore.ConflictError
+	if !errors.As(err, &conflict) || len(conflict.Conflicts) != 1 || conflict.Conflicts[0].Manager != "base" {
+		t.Errorf("a field of base's v1 entry, applied in v2: %v, want one conflict with base", err)
+	}
+	if res, err := a.Apply(ctx, obj(t, sprintf(knob, "v2", `{"mine": "1"}`)), opts); err != nil || !res.Wrote() {
+		t.Fatalf("a field of no one, in v2: %s, %v; want it applied", res.Action, err)
+	}
+}
+
 // The same drop when another manager wrote in another version: the local
 // result leaves its entry out, so the key goes first only because fp owns
 // it alone on the object (test/invariants seed 400141 with a v2 writer).
