@@ -249,15 +249,31 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			if isUIDMismatch(err) {
 				return res, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
 			}
-			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && merged != nil {
+			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && live != nil {
 				// The apply removes the last keys of a map another manager
 				// owns: structured-merge-diff leaves it null, which a
 				// custom resource's schema refuses (kubernetes/kubernetes
 				// issues 103011, 117447). Those keys go first, in one
 				// guarded JSON patch, and the apply is decided again.
 				// With entries of other versions, which the local result
-				// left out, only keys manager owns alone on live go.
-				if ops := emptiedMaps(live.Object, merged.Object); len(ops) > 0 && (withEntriesOfVersion(live, intent.GetAPIVersion()) == live || ownedAlone(live, opts.FieldManager, ops)) {
+				// left out, only keys manager owns alone on live go; when
+				// the map's owner is such an entry, the local result drops
+				// the map rather than leaving it null, and the keys are
+				// found from ownership (droppedMapKeys).
+				var ops []map[string]interface{}
+				otherVersions := withEntriesOfVersion(live, intent.GetAPIVersion()) != live
+				if merged != nil {
+					ops = emptiedMaps(live.Object, merged.Object)
+				}
+				if len(ops) > 0 && otherVersions && !ownedAlone(live, opts.FieldManager, ops) {
+					ops = nil
+				}
+				if len(ops) == 0 && otherVersions {
+					if fields, ferr := a.FieldSet(intent); ferr == nil {
+						ops = droppedMapKeys(live, fields, opts.FieldManager)
+					}
+				}
+				if len(ops) > 0 {
 					emptied = true
 					if live, err = a.removeEmptied(ctx, live, ops, opts.FieldManager); err != nil {
 						return res, fmt.Errorf("apply %s: %w", describe(intent), err)

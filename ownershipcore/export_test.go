@@ -20,4 +20,6 @@ var (
 	Glob        = glob
 	NewContests = newContests
 	Holders     = holders
+	// DroppedMapKeys: see droppedMapKeys.
+	DroppedMapKeys = droppedMapKeys
 )

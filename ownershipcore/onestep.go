@@ -305,6 +305,74 @@ func nullMaps(out, before map[string]interface{}, prefix string, fn func(parent 
 	}
 }
 
+// droppedMapKeys are the remove operations (RFC 6902) for the keys of maps
+// on live that the apply of a new intent (its field set intent) by
+// manager leaves empty: every key of the map is a field manager owns alone
+// (no other entry, of any version, owns it) and intent no longer holds,
+// while the map itself is another manager's. It is emptiedMaps worked out
+// from ownership instead of the local result, for when that result cannot
+// tell: with the map's owner an entry of another version, the local
+// decision leaves the entry out and drops the map instead of leaving it
+// null. Only maps reached through fields (no list item) are looked at;
+// metadata and status are left alone. Keys come sorted.
+func droppedMapKeys(live *unstructured.Unstructured, intent *fieldpath.Set, manager string) []map[string]interface{} {
+	owners, err := Owners(live)
+	if err != nil {
+		return nil
+	}
+	ours := owners.Applied(manager)
+	if ours == nil {
+		return nil
+	}
+	dropped := ours.Fields.Difference(intent).Difference(owners.others(manager))
+	parents := map[string][]string{} // JSON pointer of the map: its dropped keys
+	var order []string
+	dropped.Iterate(func(p fieldpath.Path) {
+		names := make([]string, 0, len(p))
+		for _, pe := range p {
+			if pe.FieldName == nil {
+				return
+			}
+			names = append(names, *pe.FieldName)
+		}
+		if len(names) < 2 || names[0] == "metadata" || names[0] == "status" {
+			return
+		}
+		parent := jsonPointer(names[:len(names)-1]...)
+		if _, ok := parents[parent]; !ok {
+			order = append(order, parent)
+		}
+		parents[parent] = append(parents[parent], names[len(names)-1])
+	})
+	sort.Strings(order)
+	var ops []map[string]interface{}
+	for _, parent := range order {
+		names := strings.Split(strings.TrimPrefix(parent, "/"), "/")
+		for i := range names {
+			names[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(names[i])
+		}
+		m, found, err := unstructured.NestedMap(live.Object, names...)
+		if err != nil || !found || len(m) == 0 || len(m) != len(parents[parent]) {
+			continue
+		}
+		keys := parents[parent]
+		all := true
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				all = false
+			}
+		}
+		if !all {
+			continue
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ops = append(ops, map[string]interface{}{"op": "remove", "path": parent + jsonPointer(k)})
+		}
+	}
+	return ops
+}
+
 // ownedAlone reports whether every path the remove operations ops name is
 // a field manager owns on live and no other entry does (of any version).
 // A path through a list item (an index) is never: its item cannot be

@@ -177,3 +177,54 @@ func forcedPatch(t *testing.T, a *ownershipcore.Applier, owner, base, intent str
 	}
 	return forced{base: b, intent: in, applied: res.Object, previous: previous, taken: set}
 }
+
+// droppedMapKeys finds, from ownership alone, the keys whose removal by an
+// apply would leave another manager's map empty (null, for the apiserver).
+func TestDroppedMapKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spec    map[string]interface{}
+		entries ownershipcore.ManagedFields
+		intent  []string
+		want    []string
+	}{{
+		name:    "every key of base's map dropped",
+		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1", "j": "2"}},
+		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params"), entry(t, "fp", apply, ".spec.params.k", ".spec.params.j")},
+		want:    []string{"/spec/params/j", "/spec/params/k"},
+	}, {
+		name:    "one key stays in the intent",
+		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1", "j": "2"}},
+		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params"), entry(t, "fp", apply, ".spec.params.k", ".spec.params.j")},
+		intent:  []string{".spec.params.j"},
+	}, {
+		name:    "another manager's key is left in the map",
+		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1", "h": "2"}},
+		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params", ".spec.params.h"), entry(t, "fp", apply, ".spec.params.k")},
+	}, {
+		name:    "a key co-owned by another manager stays",
+		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1"}},
+		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params"), entry(t, "helm", update, ".spec.params.k"), entry(t, "fp", apply, ".spec.params.k")},
+	}, {
+		name:    "metadata is left alone",
+		spec:    map[string]interface{}{},
+		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".metadata.labels"), entry(t, "fp", apply, ".metadata.labels.a")},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Thing", "spec": tc.spec,
+				"metadata": map[string]interface{}{"labels": map[string]interface{}{"a": "1"}}}}
+			encoded, err := tc.entries.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			live.SetManagedFields(encoded)
+			var got []string
+			for _, op := range ownershipcore.DroppedMapKeys(live, set(t, tc.intent...), "fp") {
+				got = append(got, op["path"].(string))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("removes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -237,29 +237,31 @@ func TestApplyWithOnlyEntriesOfAnotherVersion(t *testing.T) {
 // The same drop when another manager wrote in another version: the local
 // result leaves its entry out, so the key goes first only because fp owns
 // it alone on the object (test/invariants seed 400141 with a v2 writer).
-// (When the map's owner itself wrote in the other version, the local
-// result drops the map instead of leaving it null, and the apply is still
-// refused: not handled yet.)
+// When the map's owner itself wrote in the other version, the local result
+// drops the map instead of leaving it null: the keys to remove first are
+// then found from ownership (the apply was refused before).
 func TestApplyDropsLastKeyWithAnEntryOfAnotherVersion(t *testing.T) {
 	ctx := context.Background()
 	installCRD(t, "versions.apply.fieldops.dev", "Lever", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"other": stringProp, "params": stringMapProp})
 	a, _ := newApplier(t)
-	const lever = `{"apiVersion": "versions.apply.fieldops.dev/%s", "kind": "Lever", "metadata": {"name": "l", "namespace": "default"}, "spec": %s}`
-	applyAs(t, a.Client, "base", sprintf(lever, "v1", `{"params": {}}`))
-	applyAs(t, a.Client, "helm", sprintf(lever, "v2", `{"other": "x"}`))
-	opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}
-	if _, err := a.Apply(ctx, obj(t, sprintf(lever, "v1", `{"params": {"k": "2"}}`)), opts); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := a.Apply(ctx, obj(t, sprintf(lever, "v1", `{}`)), opts); err != nil {
-		t.Fatalf("drop params.k: %s, %v", res.Action, err)
-	}
-	live := get(t, a.Client, obj(t, sprintf(lever, "v1", `{}`)))
-	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
-	if want := map[string]interface{}{"other": "x", "params": map[string]interface{}{}}; !reflect.DeepEqual(spec, want) {
-		t.Errorf("spec = %v, want %v", spec, want)
-	}
-	if got := owners(t, live); !reflect.DeepEqual(got[".spec.params"], []string{"base/Apply"}) {
-		t.Errorf("owners = %v, want .spec.params base's", got)
+	const lever = `{"apiVersion": "versions.apply.fieldops.dev/%s", "kind": "Lever", "metadata": {"name": "%s", "namespace": "default"}, "spec": %s}`
+	for _, tc := range []struct{ name, baseVersion string }{{"l", "v1"}, {"l2", "v2"}} {
+		applyAs(t, a.Client, "base", sprintf(lever, tc.baseVersion, tc.name, `{"params": {}}`))
+		applyAs(t, a.Client, "helm", sprintf(lever, "v2", tc.name, `{"other": "x"}`))
+		opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}
+		if _, err := a.Apply(ctx, obj(t, sprintf(lever, "v1", tc.name, `{"params": {"k": "2", "j": "1"}}`)), opts); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := a.Apply(ctx, obj(t, sprintf(lever, "v1", tc.name, `{}`)), opts); err != nil {
+			t.Fatalf("base in %s: drop params.k and params.j: %s, %v", tc.baseVersion, res.Action, err)
+		}
+		live := get(t, a.Client, obj(t, sprintf(lever, "v1", tc.name, `{}`)))
+		spec, _, _ := unstructured.NestedMap(live.Object, "spec")
+		if want := map[string]interface{}{"other": "x", "params": map[string]interface{}{}}; !reflect.DeepEqual(spec, want) {
+			t.Errorf("base in %s: spec = %v, want %v", tc.baseVersion, spec, want)
+		}
+		if got := owners(t, live); !reflect.DeepEqual(got[".spec.params"], []string{"base/Apply"}) || len(got[".spec.params.k"]) != 0 {
+			t.Errorf("base in %s: owners = %v, want .spec.params base's and no owner of params.k", tc.baseVersion, got)
+		}
 	}
 }
