@@ -118,7 +118,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
 	}
-	w := &workload.Reconciler{Client: mgr.GetClient(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
+	w := &workload.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}
@@ -126,7 +126,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ps := &podset.Reconciler{Client: mgr.GetClient(), Applier: podApplier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Concurrency: opts.Concurrency}
+	ps := &podset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: podApplier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Concurrency: opts.Concurrency}
 	if err := ps.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up PodSet controller: %w", err)
 	}

@@ -143,6 +143,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 	r.once.Do(func() {
 		r.skel = &skeleton.Reconciler[v1alpha1.Patcher, *pass]{
 			Client:             r.Client,
+			APIReader:          r.APIReader,
 			New:                r.newObject,
 			Finalizer:          Finalizer,
 			Status:             func(obj v1alpha1.Patcher) any { return obj.PatchStatus() },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -61,10 +62,11 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 	// status) takes the same record.
 	p.ledger.Record(owners, fields, p.manager)
 	p.ledger.Unshare(fields)
-	return r.saveRecord(ctx, p, owners, present, func(l *ownershipcore.Ledger) bool {
+	_, err := r.saveRecord(ctx, p, owners, present, func(l *ownershipcore.Ledger) bool {
 		recorded := l.Record(owners, fields, p.manager)
 		return l.Unshare(fields) || recorded
 	})
+	return err
 }
 
 // saveRecord writes the record of previous owners before a write to the
@@ -73,37 +75,46 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 // present, then change), and writes it with an optimistic lock on that
 // resourceVersion, so the record and the write are ordered by the
 // apiserver, not by timing, and a stale cached copy never overwrites a
-// newer record with a fragment. Nothing is written when neither Follow
-// nor change changed the stored record.
-func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) error {
+// newer record with a fragment. Nothing is written when the stored record
+// stays as it is. It returns the record as saved (or as stored, when
+// nothing was written).
+func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
 	uid := p.uid()
 	fresh := r.newObject()
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {
-		return fmt.Errorf("read %s for the record of previous owners: %w", p.obj.GetName(), err)
+		return nil, fmt.Errorf("read %s for the record of previous owners: %w", p.obj.GetName(), err)
 	}
 	l, err := patchintent.ReadLedger(fresh.PatchStatus(), uid)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	followed := !l.Follow(owners, present, p.manager).Empty()
-	changed := change != nil && change(l)
-	if !followed && !changed && fresh.PatchStatus().TargetUID == uid {
-		return nil
+	l.Follow(owners, present, p.manager)
+	if change != nil {
+		change(l)
 	}
+	// Whatever changed is saved, what Follow observed included: an owner
+	// that no longer shares a field it lost to another manager must be
+	// stored as such before we force that field, or a later Follow reads
+	// our write as the owner letting it go (test/invariants under faults,
+	// seed 6100231: the status write after the apply failed).
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
 	if err := patchintent.WriteLedger(fresh.PatchStatus(), l, uid); err != nil {
-		return err
+		return nil, err
+	}
+	if equality.Semantic.DeepEqual(snapshot.PatchStatus(), fresh.PatchStatus()) {
+		return l, nil
 	}
 	rv := fresh.GetResourceVersion()
 	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("record previous owners: %w", err)
+		r.writes().Unsure(p.obj)
+		return nil, fmt.Errorf("record previous owners: %w", err)
 	}
 	r.writes().Wrote(fresh, rv)
 	if p.obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
 		// The cached copy we started from is older too.
 		r.writes().WrittenAt(p.obj, p.obj.GetResourceVersion(), fresh.GetResourceVersion())
 	}
-	return nil
+	return l, nil
 }
 
 // ownedBy reports whether an entry of manager in owners holds path.

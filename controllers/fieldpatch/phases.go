@@ -142,9 +142,15 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 		// write again: what shows it (the field gone, the owner's entry
 		// without it) goes with that write, so the record that forgets
 		// the owner is saved first (as when it was made before the apply).
-		if err := r.saveRecord(ctx, p, owners, present, nil); err != nil {
+		// The reconcile goes on from the record as saved: it follows from
+		// the FieldPatch read fresh, and a cached copy behind it (a lost
+		// answer to our own write) may show an owner sharing a field it
+		// has since lost to us, which is no letting go.
+		saved, err := r.saveRecord(ctx, p, owners, present, nil)
+		if err != nil {
 			return r.fail(p.obj, err)
 		}
+		p.ledger = saved
 	}
 	// What the apply starts from: the target as read, or as the hand-back
 	// of dropped fields left it.

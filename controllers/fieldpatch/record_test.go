@@ -6,8 +6,11 @@ import (
 	"reflect"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -73,5 +76,73 @@ spec:
 	}
 	if o := owners(t, after); fmt.Sprint(o) != "map[.data.b:[base/Apply]]" {
 		t.Errorf("owners after the deletion %v, want base's data.b only", o)
+	}
+}
+
+// A field the patch shares with its previous owner (same value), then
+// loses to a third manager's force, is taken back by force: the record
+// saved before that forced apply already says the owner no longer shares
+// it. Saved only by the status write after the apply (a write a crash can
+// lose), the next reconcile would read the forced write as the owner
+// letting the field go and forget it: deletion then removed hpa's value
+// (test/invariants under faults, seed 6100231). The record is read as it
+// stood at the repair's resourceVersion (a list at an exact version),
+// before the status write that follows.
+func TestRecordSavedBeforeForceAfterSharedOwnerLostField(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "record-shared")
+	cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"%s"},"data":%%s}`, ns)
+	applyAs(t, "base", fmt.Sprintf(cm, `{"b":"2"}`))
+	target := obj(t, fmt.Sprintf(cm, `{}`))
+	if err := k8s.Patch(ctx, live(t, target), client.RawPatch(types.MergePatchType, []byte(`{"data":{"tier":"web"}}`)), client.FieldOwner("hpa")); err != nil {
+		t.Fatal(err)
+	}
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: shared, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: cfg}
+  patch: {data: {tier: web}}
+  conflictPolicy: Force
+`)
+	waitReason(t, fp, "Applied")
+	shared := func(fp *v1alpha1.FieldPatch) string {
+		for _, o := range fp.Status.PreviousOwners {
+			if o.Manager == "hpa" && o.SharedFieldsV1 != nil {
+				return string(o.SharedFieldsV1.Raw)
+			}
+		}
+		return ""
+	}
+	eventually(t, "hpa recorded as sharing data.tier", func() (bool, string) {
+		get(t, fp)
+		return shared(fp) != "" && shared(fp) != "{}", fmt.Sprintf("%+v", fp.Status.PreviousOwners)
+	})
+	applyAs(t, "ops", fmt.Sprintf(cm, `{"tier":"db"}`))
+	var repairedAt string
+	eventually(t, "the patch takes data.tier back", func() (bool, string) {
+		u := live(t, target)
+		o := owners(t, u)
+		repairedAt = u.GetResourceVersion()
+		return fmt.Sprint(o[".data.tier"]) == "[fieldops-fieldpatch/"+ns+"/shared/Apply]", fmt.Sprint(o)
+	})
+	list := &v1alpha1.FieldPatchList{}
+	if err := k8s.List(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: repairedAt, ResourceVersionMatch: metav1.ResourceVersionMatchExact}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d FieldPatches at resourceVersion %s, want 1", len(list.Items), repairedAt)
+	}
+	if s := shared(&list.Items[0]); s != "" && s != "{}" {
+		t.Errorf("at the forced repair (resourceVersion %s) the record still had hpa sharing %s", repairedAt, s)
+	}
+	if owners := list.Items[0].Status.PreviousOwners; len(owners) != 1 || owners[0].Manager != "hpa" {
+		t.Errorf("at the forced repair, previous owners %+v, want hpa's data.tier", owners)
+	}
+	deleteAndWait(t, fp)
+	if got := live(t, target).Object["data"].(map[string]interface{})["tier"]; got != "web" {
+		t.Errorf("data.tier after the deletion = %v, want web (handed back to hpa)", got)
 	}
 }

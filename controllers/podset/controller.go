@@ -38,8 +38,11 @@ type Reconciler struct {
 	// manager's --concurrency); 0 means 1.
 	Concurrency int
 	Client      client.Client
-	Applier     *ownershipcore.Applier
-	Recorder    events.EventRecorder
+	// APIReader, when not nil, reads an object without the cache after a
+	// write of it failed (skeleton.Writes.Unsure).
+	APIReader client.Reader
+	Applier   *ownershipcore.Applier
+	Recorder  events.EventRecorder
 	// Gates are read on every reconcile: InPlacePodMetadata.
 	Gates featuregate.FeatureGate
 
@@ -81,6 +84,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.PodSet, *pass] {
 	r.once.Do(func() {
 		r.skel = &skeleton.Reconciler[*v1alpha1.PodSet, *pass]{
 			Client:             r.Client,
+			APIReader:          r.APIReader,
 			New:                func() *v1alpha1.PodSet { return &v1alpha1.PodSet{} },
 			Status:             func(ps *v1alpha1.PodSet) any { return ps.Status },
 			Conditions:         func(ps *v1alpha1.PodSet) *[]metav1.Condition { return &ps.Status.Conditions },

@@ -45,8 +45,11 @@ type Reconciler struct {
 	// manager's --concurrency); 0 means 1.
 	Concurrency int
 	Client      client.Client
-	Applier     *ownershipcore.Applier
-	Recorder    events.EventRecorder
+	// APIReader, when not nil, reads an object without the cache after a
+	// write of it failed (skeleton.Writes.Unsure).
+	APIReader client.Reader
+	Applier   *ownershipcore.Applier
+	Recorder  events.EventRecorder
 	// Gates are read on every reconcile: ServerSideApply picks the path.
 	Gates featuregate.FeatureGate
 	// Plugins runs ignorePlugins; nil when the ExternalPlugins gate is off.
@@ -114,6 +117,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.ManagedWorkload, 
 	r.once.Do(func() {
 		r.skel = &skeleton.Reconciler[*v1alpha1.ManagedWorkload, *pass]{
 			Client:             r.Client,
+			APIReader:          r.APIReader,
 			New:                func() *v1alpha1.ManagedWorkload { return &v1alpha1.ManagedWorkload{} },
 			Finalizer:          Finalizer,
 			Status:             func(mw *v1alpha1.ManagedWorkload) any { return mw.Status },

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,10 @@ import (
 // so the cache guard knows about it.
 type Reconciler[T client.Object, S any] struct {
 	Client client.Client
+	// APIReader, when not nil, reads the object without the cache after a
+	// write of it failed (Writes.Unsure): one request, then the cache
+	// guard waits for that version.
+	APIReader client.Reader
 	// New returns an empty T to read into.
 	New func() T
 	// Finalizer is added before the first phase and holds the object
@@ -112,6 +117,7 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	if r.Finalizer != "" && controllerutil.AddFinalizer(obj, r.Finalizer) {
 		rv := obj.GetResourceVersion()
 		if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			r.Writes.Unsure(obj)
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		r.Writes.Wrote(obj, rv)
@@ -138,6 +144,19 @@ func (r *Reconciler[T, S]) get(ctx context.Context, req ctrl.Request) (obj T, re
 		return !r.Writes.Behind(obj), nil
 	}
 	fresh, err := read()
+	if err == nil && r.APIReader != nil && r.Writes.takeUnsure(req.NamespacedName) {
+		// A write of ours failed: the apiserver may hold it anyway.
+		live := r.New()
+		if err := r.APIReader.Get(ctx, req.NamespacedName, live); err != nil && !apierrors.IsNotFound(err) {
+			r.Writes.Unsure(obj)
+			return obj, ctrl.Result{}, false, fmt.Errorf("read after a failed write: %w", err)
+		} else if err == nil {
+			if c, cerr := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), live.GetResourceVersion()); cerr == nil && c < 0 {
+				r.Writes.WrittenAt(obj, obj.GetResourceVersion(), live.GetResourceVersion())
+				fresh = false
+			}
+		}
+	}
 	if err == nil && !fresh {
 		err = wait.PollUntilContextTimeout(ctx, StalePoll, StaleWait, false, func(context.Context) (bool, error) { return read() })
 		if wait.Interrupted(err) {
@@ -182,6 +201,7 @@ func (r *Reconciler[T, S]) patchStatus(ctx context.Context, before, obj T) error
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
+		r.Writes.Unsure(obj)
 		return fmt.Errorf("patch status: %w", err)
 	}
 	r.Writes.Wrote(obj, rv)

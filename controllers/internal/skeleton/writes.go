@@ -12,7 +12,8 @@ import (
 // has not seen it yet), and a reconcile deciding on it would redo that
 // write. The zero value is ready to use.
 type Writes struct {
-	m sync.Map // types.NamespacedName → ownWrites
+	m      sync.Map // types.NamespacedName → ownWrites
+	unsure sync.Map // types.NamespacedName → struct{}
 }
 
 // ownWrites are the resourceVersions of one object this process has
@@ -88,7 +89,26 @@ func (w *Writes) Behind(obj client.Object) bool {
 	return false
 }
 
+// Unsure records that a write of obj failed: the apiserver may have made
+// it all the same (its answer lost, a timeout after the write), so a
+// cached copy may predate it with nothing to tell. Deciding on such a copy
+// could write back what the lost write replaced (a FieldPatch's record of
+// previous owners: test/invariants under faults, seed 6100231). The next
+// reconcile reads the object fresh once (Reconciler.get) and waits for the
+// cache to reach that version.
+func (w *Writes) Unsure(obj client.Object) {
+	w.unsure.Store(client.ObjectKeyFromObject(obj), struct{}{})
+}
+
+// takeUnsure reports whether a write of key failed since the last fresh
+// read, and clears the mark.
+func (w *Writes) takeUnsure(key client.ObjectKey) bool {
+	_, ok := w.unsure.LoadAndDelete(key)
+	return ok
+}
+
 // Forget drops the record of an object that is gone.
 func (w *Writes) Forget(key client.ObjectKey) {
 	w.m.Delete(key)
+	w.unsure.Delete(key)
 }
