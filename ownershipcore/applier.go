@@ -185,7 +185,7 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		return Result{}, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
 	}
 	var res Result
-	force, emptied := false, false
+	force, emptied, shielded := false, false, false
 	// At most three times: conflicts found locally (or by the server, when
 	// the cache was stale) are resolved, then those the server alone saw
 	// (entries of another version), then the apply is final.
@@ -225,6 +225,14 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			if opts.DryRun {
 				applyOpts = append(applyOpts, client.DryRunAll)
 			}
+			if live != nil && !opts.DryRun && !shielded {
+				// Once, before the first write: what the intent drops
+				// must not take another manager's field with it.
+				shielded = true
+				if live, err = a.shieldDropped(ctx, intent, live, opts.FieldManager); err != nil {
+					return res, fmt.Errorf("apply %s: %w", describe(intent), err)
+				}
+			}
 			if force && !opts.DryRun && opts.BeforeForce != nil {
 				if err := opts.BeforeForce(ctx, res.Forced); err != nil {
 					return res, fmt.Errorf("apply %s: %w", describe(intent), err)
@@ -259,16 +267,20 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 				// left out, only keys manager owns alone on live go; when
 				// the map's owner is such an entry, the local result drops
 				// the map rather than leaving it null, and the keys are
-				// found from ownership (droppedMapKeys).
+				// found from ownership (droppedMapKeys). Ownership is
+				// compared across versions only when they share field
+				// paths (sameFieldPaths): else nothing goes, and the
+				// apiserver's refusal stands.
 				var ops []map[string]interface{}
 				otherVersions := withEntriesOfVersion(live, intent.GetAPIVersion()) != live
-				if merged != nil {
+				comparable := !otherVersions || a.sameFieldPaths(ctx, live, intent.GetAPIVersion())
+				if merged != nil && comparable {
 					ops = emptiedMaps(live.Object, merged.Object)
 				}
 				if len(ops) > 0 && otherVersions && !ownedAlone(live, opts.FieldManager, ops) {
 					ops = nil
 				}
-				if len(ops) == 0 && otherVersions {
+				if len(ops) == 0 && otherVersions && comparable {
 					if fields, ferr := a.FieldSet(intent); ferr == nil {
 						ops = droppedMapKeys(live, fields, opts.FieldManager)
 					}
@@ -300,6 +312,49 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			return res, err
 		}
 	}
+}
+
+// shieldDropped hands to their owners the list items and maps that
+// manager's Apply entry holds and intent drops, when another manager owns a
+// field in them: the apiserver removes a list item or map its applier
+// drops with every field in it, another manager's too (an Update entry
+// that set a field of the item owns that field, not the item; SSA docs,
+// "Field management"; test/invariants seed 7200016), as it does for an
+// empty apply (see relinquishOnce). It returns the object after the
+// hand-off (one guarded patch of managed fields, values untouched), or
+// live when nothing needed it. Entries of another version are compared
+// only when their paths agree (SameFieldPaths).
+func (a *Applier) shieldDropped(ctx context.Context, intent, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	owners, err := Owners(live)
+	if err != nil {
+		return nil, err
+	}
+	ours := owners.Applied(manager)
+	if ours == nil {
+		return live, nil
+	}
+	fields, err := a.FieldSet(intent)
+	if err != nil {
+		return nil, err
+	}
+	dropped := ours.Fields.Difference(fields)
+	if dropped.Empty() {
+		return live, nil
+	}
+	shield := holders(owners.others(manager), dropped)
+	if shield.Empty() || !a.sameFieldPaths(ctx, live, intent.GetAPIVersion()) {
+		return live, nil
+	}
+	ref := intent.DeepCopy()
+	ref.SetUID(live.GetUID())
+	_, handed, err := a.HandBackFrom(ctx, ref, live, manager, holderOwners(owners, manager, shield))
+	if err != nil {
+		return nil, err
+	}
+	if handed == nil || handed.GetResourceVersion() == "" {
+		return live, nil
+	}
+	return handed, nil
 }
 
 // resolve asks the strategy about the conflicts in err and returns the

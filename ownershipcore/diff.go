@@ -68,34 +68,30 @@ var ErrRemoval = errors.New("the patch removes fields; removals cannot be owned 
 // seen). The result is a partial object for Apply with the identity of
 // live. It returns ErrRemoval (wrapped) when the patch removes fields.
 func (a *Applier) ChangedIntent(live, patched *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	lt, err := a.Schema.ToTyped(live)
+	return a.ChangedIntentWithin(live, patched, manager, nil)
+}
+
+// ChangedIntentWithin is ChangedIntent keeping, of the fields manager owns
+// and patched holds, only those at or below a path of written: the fields
+// the patch still writes (see ChangedFields). A field the patch no longer
+// writes leaves the intent, so that an edit dropping it from the patch
+// lets it go under the FieldPatch's deletionPolicy, as for an Apply patch.
+// A nil written keeps every owned field (ChangedIntent).
+func (a *Applier) ChangedIntentWithin(live, patched *unstructured.Unstructured, manager string, written *fieldpath.Set) (*unstructured.Unstructured, error) {
+	pt, pset, fields, err := a.changedFields(live, patched)
 	if err != nil {
 		return nil, err
 	}
-	pt, err := a.Schema.ToTyped(patched)
-	if err != nil {
-		return nil, err
-	}
-	cmp, err := lt.Compare(pt)
-	if err != nil {
-		return nil, fmt.Errorf("compare patched %s: %w", describe(live), err)
-	}
-	if !cmp.Removed.Empty() {
-		return nil, fmt.Errorf("%w: %v", ErrRemoval, FormatSet(cmp.Removed))
-	}
-	pset, err := pt.ToFieldSet()
-	if err != nil {
-		return nil, err
-	}
-	// Compare names the top-most added field (a whole new map); the intent
-	// needs every field below it.
-	fields := underAny(pset, cmp.Added.Union(cmp.Modified))
 	owners, err := Owners(live)
 	if err != nil {
 		return nil, err
 	}
 	if ours := owners.Applied(manager); ours != nil {
-		fields = fields.Union(ours.Fields.Intersection(pset))
+		kept := ours.Fields.Intersection(pset)
+		if written != nil {
+			kept = kept.Intersection(underAny(pset, written))
+		}
+		fields = fields.Union(kept)
 	}
 	m, ok := pt.ExtractItems(fields, typed.WithAppendKeyFields()).AsValue().Unstructured().(map[string]interface{})
 	if !ok || m == nil {
@@ -106,6 +102,42 @@ func (a *Applier) ChangedIntent(live, patched *unstructured.Unstructured, manage
 	out.SetName(live.GetName())
 	out.SetNamespace(live.GetNamespace())
 	return out, nil
+}
+
+// ChangedFields returns the fields whose values patched sets differently
+// from live, every field below an added one included (a field set in
+// structured-merge-diff's form). It returns ErrRemoval (wrapped) when
+// patched lacks fields live has.
+func (a *Applier) ChangedFields(live, patched *unstructured.Unstructured) (*fieldpath.Set, error) {
+	_, _, fields, err := a.changedFields(live, patched)
+	return fields, err
+}
+
+// changedFields is ChangedFields, with patched as a typed value and its
+// field set.
+func (a *Applier) changedFields(live, patched *unstructured.Unstructured) (*typed.TypedValue, *fieldpath.Set, *fieldpath.Set, error) {
+	lt, err := a.Schema.ToTyped(live)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pt, err := a.Schema.ToTyped(patched)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmp, err := lt.Compare(pt)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("compare patched %s: %w", describe(live), err)
+	}
+	if !cmp.Removed.Empty() {
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrRemoval, FormatSet(cmp.Removed))
+	}
+	pset, err := pt.ToFieldSet()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Compare names the top-most added field (a whole new map); the intent
+	// needs every field below it.
+	return pt, pset, underAny(pset, cmp.Added.Union(cmp.Modified)), nil
 }
 
 // underAny returns the paths of set that are in prefixes or below one of

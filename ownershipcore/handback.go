@@ -404,8 +404,10 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			// The local result could not be checked (entries of another
 			// version, say): the fields we own alone go first, in a
 			// guarded JSON patch that keeps emptied maps, and the empty
-			// apply is tried again from a fresh read.
-			if !alone.Empty() {
+			// apply is tried again from a fresh read. Which fields are
+			// ours alone is known only when the versions of the entries
+			// share field paths (sameFieldPaths); else ours stay, unowned.
+			if !alone.Empty() && a.sameFieldPaths(ctx, live, obj.GetAPIVersion()) {
 				// List items we own alone go whole (not field by field,
 				// which would leave an item without its key).
 				cleaned := live.DeepCopy()

@@ -70,7 +70,6 @@ var (
 // Schema.
 func installCRD(t *testing.T, group, kind string, versions []string, spec map[string]apiextensionsv1.JSONSchemaProps) {
 	t.Helper()
-	ctx := context.Background()
 	plural := strings.ToLower(kind) + "s"
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
@@ -88,14 +87,22 @@ func installCRD(t *testing.T, group, kind string, versions []string, spec map[st
 			}},
 		})
 	}
+	createCRD(t, crd)
+}
+
+// createCRD creates crd and waits until each of its versions is served
+// and known to the test's Schema.
+func createCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	ctx := context.Background()
 	cs := apiextensionsclient.NewForConfigOrDie(cfg)
 	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range versions {
+	for _, v := range crd.Spec.Versions {
 		probe := &unstructured.Unstructured{}
-		probe.SetAPIVersion(group + "/" + v)
-		probe.SetKind(kind)
+		probe.SetAPIVersion(crd.Spec.Group + "/" + v.Name)
+		probe.SetKind(crd.Spec.Names.Kind)
 		for deadline := time.Now().Add(30 * time.Second); ; {
 			c, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 			established := false
@@ -110,7 +117,7 @@ func installCRD(t *testing.T, group, kind string, versions []string, spec map[st
 				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("CRD %s not served in %s: %v", crd.Name, v, err)
+				t.Fatalf("CRD %s not served in %s: %v", crd.Name, v.Name, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -3,11 +3,13 @@ package fieldpatch
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
@@ -58,6 +60,9 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 			return err
 		}
 	}
+	if err := r.comparableOwners(ctx, p, owners, fields); err != nil {
+		return err
+	}
 	// The reconcile's own ledger (with what it did since it read the
 	// status) takes the same record.
 	p.ledger.Record(owners, fields, p.manager)
@@ -67,6 +72,29 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 		return l.Unshare(fields) || recorded
 	})
 	return err
+}
+
+// comparableOwners refuses to take fields from an entry whose field paths
+// may not be ours: an entry of another version of a kind whose conversion
+// may rename or move fields (a CRD's conversion webhook, a built-in kind's
+// versions; ownershipcore.Applier.SameFieldPaths). The apiserver names such
+// a conflict in the owner's version, so the record would hold paths that
+// never match the patch's, and deletion would remove the owner's field as
+// one the patch added. The FieldPatch stops with reason Conflict instead
+// (terminal: a change of the patch or of the target reconciles it again).
+func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) error {
+	var versions, names []string
+	for _, e := range owners.OwnersOf(fields, p.manager) {
+		if e.Subresource == "" {
+			versions = append(versions, e.APIVersion)
+			names = append(names, fmt.Sprintf("%s (%s)", ownershipcore.DescribeManager(e.Manager), e.APIVersion))
+		}
+	}
+	if p.applier.SameFieldPaths(ctx, p.ref.GroupVersionKind(), versions...) {
+		return nil
+	}
+	return skeleton.Terminal(ReasonConflict, "will not force %s from %s: the owner's managed fields are in another version of %s, whose field paths this kind's conversion may change, so the fields could not be handed back; write the patch in the owner's version",
+		strings.Join(patchintent.Leaves(fields), ", "), strings.Join(names, ", "), p.ref.GetKind())
 }
 
 // saveRecord writes the record of previous owners before a write to the

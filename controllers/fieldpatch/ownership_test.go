@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
@@ -437,4 +438,50 @@ func TestNeverWrittenPatchIsDeleted(t *testing.T) {
 	fp := fieldPatch(t, cmPatch("early", ns, "HandBack", `{data: {a: A}}`))
 	waitReason(t, fp, "TargetNotFound")
 	deleteAndWait(t, fp)
+}
+
+// A field that leaves an imperative patch (Merge, StrategicMerge, JSON)
+// is given back as at deletion, as for an Apply patch: data.u, taken from
+// hpa, goes back to hpa with the patch's value; data.x, added, is removed.
+// Before, the intent of an imperative patch kept every field the patch
+// owned, so an edit never let one go (test/invariants seed 7202145).
+func TestFieldDroppedFromAnImperativePatchGoesBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ typ, first, second string }{
+		{"Merge", `{data: {u: U, x: X}}`, `{data: {z: Z}}`},
+		{"StrategicMerge", `{data: {u: U, x: X}}`, `{data: {z: Z}}`},
+		{"JSON", `[{op: add, path: /data/u, value: U}, {op: add, path: /data/x, value: X}]`, `[{op: add, path: /data/z, value: Z}]`},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t, "fp-imp-"+strings.ToLower(tc.typ))
+			cm := sharedConfigMap(t, ns)
+			fp := fieldPatch(t, cmPatch("edit", ns, "HandBack", tc.first)+"  type: "+tc.typ+"\n")
+			waitReason(t, fp, "Applied")
+			get(t, fp)
+			raw, err := yaml.YAMLToJSON([]byte(tc.second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp.Spec.Patch.Raw = raw
+			if err := k8s.Update(context.Background(), fp); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "edit applied", func() (bool, string) {
+				get(t, fp)
+				return fp.Status.ObservedGeneration == fp.Generation && readyCondition(fp).Reason == "Applied", fmt.Sprint(fp.Status.ObservedGeneration, readyCondition(fp).Reason)
+			})
+			l := live(t, cm)
+			if got, want := stringMap(l, "data"), map[string]string{"a": "1", "b": "2", "u": "U", "z": "Z"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("data = %v, want %v (u kept with the patch's value, x removed)", got, want)
+			}
+			if got := owners(t, l)[".data.u"]; !reflect.DeepEqual(got, []string{"hpa/Update"}) {
+				t.Fatalf(".data.u owners = %v, want hpa", got)
+			}
+			deleteAndWait(t, fp)
+			if got, want := stringMap(live(t, cm), "data"), map[string]string{"a": "1", "b": "2", "u": "U"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("after deletion data = %v, want %v", got, want)
+			}
+		})
+	}
 }

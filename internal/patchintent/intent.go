@@ -116,7 +116,61 @@ func Build(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1
 	if err != nil {
 		return nil, err
 	}
-	return a.ChangedIntent(live, patched, manager)
+	return a.ChangedIntentWithin(live, patched, manager, writtenFields(a, spec, live, sch, owned, manager))
+}
+
+// writtenFields returns the fields an imperative patch writes on live
+// whatever their values there: those it changes on live once the fields
+// manager owns are taken off (list item keys stay, so that items are still
+// found), every field below an added one included. A field manager owns
+// and the patch no longer writes (an edit dropped it) is not among them,
+// and leaves the intent (docs/fieldpatch.md: a field that leaves the patch
+// is given back as at deletion). It returns nil, every owned field staying
+// in the intent, when manager owns nothing or the patch cannot be
+// computed without those fields (a JSON patch's replace or test of one):
+// the field is then let go only at deletion.
+func writtenFields(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructured, sch schemaInfo, owned ownedFunc, manager string) *fieldpath.Set {
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return nil
+	}
+	ours := owners.Applied(manager)
+	if ours == nil {
+		return nil
+	}
+	strip := fieldpath.NewSet()
+	ours.Fields.Leaves().Iterate(func(p fieldpath.Path) {
+		if !isItemKey(p) {
+			strip.Insert(p.Copy())
+		}
+	})
+	bare, err := a.RemoveFields(live, strip)
+	if err != nil {
+		return nil
+	}
+	patched, err := patchedObject(spec, bare, sch, owned)
+	if err != nil {
+		return nil
+	}
+	written, err := a.ChangedFields(bare, patched)
+	if err != nil {
+		return nil
+	}
+	return written
+}
+
+// isItemKey reports whether p is a key field of a list item, such as
+// .spec.containers[name="app"].name.
+func isItemKey(p fieldpath.Path) bool {
+	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+		return false
+	}
+	for _, f := range *p[len(p)-2].Key {
+		if f.Name == *p[len(p)-1].FieldName {
+			return true
+		}
+	}
+	return false
 }
 
 // TypeOrApply is the patch type, Apply when unset (the API default).

@@ -120,6 +120,33 @@ func (s *snapshot) keyOfHeldItem(manager string, p fieldpath.Path) bool {
 	return isKey && s.othersHold(manager, p[:len(p)-1])
 }
 
+// keyOfItemHeldBy reports whether p is a key field of a list item in
+// which manager (any of its entries) owns a field that is not a key.
+func (s *snapshot) keyOfItemHeldBy(manager string, p fieldpath.Path) bool {
+	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+		return false
+	}
+	keys := map[string]bool{}
+	for _, f := range *p[len(p)-2].Key {
+		keys[f.Name] = true
+	}
+	if !keys[*p[len(p)-1].FieldName] {
+		return false
+	}
+	held := false
+	for o, set := range s.owners {
+		if o.Manager != manager {
+			continue
+		}
+		under(set, p[:len(p)-1]).Iterate(func(q fieldpath.Path) {
+			if len(q) > 0 && (q[0].FieldName == nil || !keys[*q[0].FieldName]) {
+				held = true
+			}
+		})
+	}
+	return held
+}
+
 // under is the part of set below p.
 func under(set *fieldpath.Set, p fieldpath.Path) *fieldpath.Set {
 	for _, pe := range p {
@@ -411,7 +438,10 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		when = fmt.Sprintf("at the deletion of %s (deletionPolicy %s)", pm.name, pm.deletion)
 	}
 	for o := range rec.dropped {
-		if after.ownsAny(o.Manager, p) {
+		// A key field goes with the list item it names: an owner that
+		// still holds another field of the item gets the key back with
+		// it (the item would be removed otherwise, that field with it).
+		if after.ownsAny(o.Manager, p) && !after.keyOfItemHeldBy(o.Manager, p) {
 			out = append(out, Violation{5, fmt.Sprintf("%s: %s let it go while %s held it, yet got it back %s (now %s)", k, o, pm.name, when, after.describe(p))})
 		}
 	}
@@ -438,7 +468,11 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		}
 		return out
 	}
-	if after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) {
+	// Added by the patch, taken from it by another manager and taken
+	// back: that manager applied a value of its own in between, which
+	// fieldops may treat as the previous owner's (the field stays, handed
+	// back or unowned, as for a taken field) rather than remove it.
+	if rec.contested || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) {
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})

@@ -1,0 +1,108 @@
+package fieldpatch_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/test/testkit"
+)
+
+// A FieldPatch in v1 of a custom resource whose versions a conversion
+// webhook renames (spec.params in v1 is spec.settings in v2) would force
+// params.k from helm, which applied it in v2. The apiserver names the
+// conflict in helm's version (spec.settings.k): recorded so, the previous
+// owner never matches the patch's v1 paths, and deletion removed helm's
+// field as one the patch added (and the record forgot helm at the next
+// reconcile). The take is refused instead: Stalled with reason Conflict,
+// naming the owner's version; helm's fields stay untouched, and deleting
+// the patch leaves them as they are (docs/fieldpatch.md, Limitations).
+// A field the patch adds (note) is not written either: the apply is one
+// request or none.
+func TestNoForceAcrossAConversionWebhook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const group = "convert.fieldpatch.fieldops.dev"
+	version := func(name, mapName string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+		strMap := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}}
+		return apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: name, Served: true, Storage: storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					mapName: strMap, "note": str,
+				}}},
+			}},
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "dials." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names:      apiextensionsv1.CustomResourceDefinitionNames{Plural: "dials", Singular: "dial", Kind: "Dial", ListKind: "DialList"},
+			Versions:   []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", "params", true), version("v2", "settings", false)},
+			Conversion: testkit.RenamingConversion(t, "params", "settings"),
+		},
+	}
+	if err := k8s.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), crd) })
+	ns := namespace(t, "fp-convert")
+	dial := func(version, name, spec string) string {
+		return `{"apiVersion": "` + group + `/` + version + `", "kind": "Dial", "metadata": {"name": "` + name + `", "namespace": "` + ns + `"}, "spec": ` + spec + `}`
+	}
+	for _, v := range []string{"v1", "v2"} {
+		eventually(t, "Dial served in "+v, func() (bool, string) {
+			u := obj(t, dial(v, "probe", `{}`))
+			err := k8s.Patch(ctx, u, client.Apply, client.FieldOwner("probe"), client.ForceOwnership)
+			return err == nil, errString(err)
+		})
+	}
+	target := applyAs(t, "helm", dial("v2", "d", `{"settings": {"k": "2", "j": "1"}}`))
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: d, namespace: `+ns+`}
+spec:
+  target: {apiVersion: `+group+`/v1, kind: Dial, name: d}
+  conflictPolicy: Force
+  patch: {spec: {params: {k: "3"}, note: "n"}}
+`)
+	waitReason(t, fp, "Conflict")
+	get(t, fp)
+	if c := readyCondition(fp); !strings.Contains(c.Message, "will not force .spec.settings.k") || !strings.Contains(c.Message, group+"/v2") {
+		t.Errorf("Ready message = %q, want the refused take and the owner's version", c.Message)
+	}
+	check := func(when string) {
+		t.Helper()
+		l := &unstructured.Unstructured{}
+		l.SetAPIVersion(group + "/v1")
+		l.SetKind("Dial")
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(target), l); err != nil {
+			t.Fatal(err)
+		}
+		spec, _, _ := unstructured.NestedMap(l.Object, "spec")
+		if want := map[string]interface{}{"params": map[string]interface{}{"k": "2", "j": "1"}}; !reflect.DeepEqual(spec, want) {
+			t.Errorf("%s: spec = %v, want helm's %v", when, spec, want)
+		}
+		noFieldopsEntry(t, l)
+	}
+	check("refused")
+	deleteAndWait(t, fp)
+	check("after deletion")
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

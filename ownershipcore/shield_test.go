@@ -1,0 +1,65 @@
+package ownershipcore_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// An apply that drops a list item holding another manager's field: hpa
+// applied item x with params.k, set params.k with Updates (its Update
+// entry owns params.k, not the item), fp applied the same item, hpa let
+// its Apply entry go. fp's next apply drops item x: the apiserver removes
+// the item its applier drops with every field in it, hpa's params.k too.
+// Apply first hands the item and its key to hpa (one guarded patch of
+// managed fields), so the item stays with hpa's field, in fp's version
+// and in another (test/invariants seed 7200016).
+func TestApplyDroppingAnItemKeepsAnotherManagersField(t *testing.T) {
+	ctx := context.Background()
+	mapType := "map"
+	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "params": stringMapProp},
+	}}}
+	installCRD(t, "shield.fieldops.dev", "Rack", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items, "note": stringProp})
+	a, requests := newApplier(t)
+	const rack = `{"apiVersion": "shield.fieldops.dev/%s", "kind": "Rack", "metadata": {"name": "%s", "namespace": "default"}, "spec": %s}`
+	for _, fpVersion := range []string{"v1", "v2"} {
+		name := "r" + fpVersion
+		applyAs(t, a.Client, "base", sprintf(rack, "v1", name, `{"note": "b", "items": [{"name": "base"}]}`))
+		applyAs(t, a.Client, "hpa", sprintf(rack, "v1", name, `{"items": [{"name": "x", "params": {"k": "2"}}]}`))
+		u := obj(t, sprintf(rack, "v1", name, `{}`))
+		for _, v := range []string{"1", "2"} {
+			if err := a.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"items":[{"name":"base"},{"name":"x","params":{"k":"`+v+`"}}]}}`)), client.FieldOwner("hpa")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionFail)}
+		if _, err := a.Apply(ctx, obj(t, sprintf(rack, fpVersion, name, `{"items": [{"name": "x", "params": {"k": "2"}}], "note": "b"}`)), opts); err != nil {
+			t.Fatal(err)
+		}
+		applyAs(t, a.Client, "hpa", `{"apiVersion": "shield.fieldops.dev/v1", "kind": "Rack", "metadata": {"name": "`+name+`", "namespace": "default"}}`)
+		before := requests.writes.Load()
+		if _, err := a.Apply(ctx, obj(t, sprintf(rack, fpVersion, name, `{"note": "b"}`)), opts); err != nil {
+			t.Fatal(err)
+		}
+		l := get(t, a.Client, u)
+		its, _, _ := unstructured.NestedSlice(l.Object, "spec", "items")
+		want := []interface{}{map[string]interface{}{"name": "base"}, map[string]interface{}{"name": "x", "params": map[string]interface{}{"k": "2"}}}
+		if !reflect.DeepEqual(its, want) {
+			t.Errorf("fp in %s: items = %v, want %v (item x kept with hpa's params.k)", fpVersion, its, want)
+		}
+		if got := owners(t, l); !reflect.DeepEqual(got[`.spec.items[name="x"].params.k`], []string{"hpa/Update"}) || !reflect.DeepEqual(got[`.spec.items[name="x"].name`], []string{"hpa/Update"}) {
+			t.Errorf("fp in %s: owners = %v, want item x and params.k hpa's", fpVersion, got)
+		}
+		if n := requests.writes.Load() - before; n != 2 {
+			t.Errorf("fp in %s: %d writes, want 2 (the hand-off and the apply)", fpVersion, n)
+		}
+	}
+}
