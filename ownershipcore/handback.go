@@ -370,6 +370,25 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 	if expect != nil {
 		alone = alone.Union(expect)
 	}
+	if alone.Empty() && withEntriesOfVersion(live, obj.GetAPIVersion()) != live && a.sameFieldPaths(ctx, live, obj.GetAPIVersion()) {
+		// Nothing is ours alone, so the empty apply would only drop our
+		// entry. With entries of several versions the apiserver's empty
+		// apply also removes fields owned only by entries of a version
+		// other than the last it converts to (structured-merge-diff's
+		// addBackOwnedItems restores owned items one version at a time:
+		// kubernetes-sigs/structured-merge-diff PR 204; test/invariants
+		// seed 8100545, an Update entry's value inside an item another
+		// version's entry holds). Our entry goes in one guarded patch of
+		// managed fields instead; values stay.
+		_, after, err := a.editManagedFields(ctx, ref, live, manager, dropPlan(manager))
+		if err != nil {
+			return Result{}, err
+		}
+		if after == nil {
+			after = live
+		}
+		return Result{Action: ActionConfigured, Object: after}, nil
+	}
 	empty := &unstructured.Unstructured{}
 	empty.SetGroupVersionKind(obj.GroupVersionKind())
 	empty.SetName(obj.GetName())

@@ -63,3 +63,40 @@ func TestApplyDroppingAnItemKeepsAnotherManagersField(t *testing.T) {
 		}
 	}
 }
+
+// A relinquish with nothing of its own, on a custom resource with entries
+// of two versions: hpa applied item x in v2, helm's Update (v1) set its
+// value, mw applied the same item and value in v1. Every field of mw is
+// shared, so its relinquish must remove nothing; the apiserver's empty
+// apply removed helm's value (structured-merge-diff restores owned items
+// one version at a time, and the last pass drops what only the other
+// version's entries own). Relinquish drops mw's entry with one guarded
+// patch of managed fields instead (test/invariants seed 8100545).
+func TestRelinquishOfSharedFieldsAcrossVersions(t *testing.T) {
+	ctx := context.Background()
+	mapType := "map"
+	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "value": stringProp},
+	}}}
+	installCRD(t, "shared.fieldops.dev", "Shelf", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items})
+	a, _ := newApplier(t)
+	const shelf = `{"apiVersion": "shared.fieldops.dev/%s", "kind": "Shelf", "metadata": {"name": "s", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(shelf, "v1", `{"items": [{"name": "base"}]}`))
+	applyAs(t, a.Client, "hpa", sprintf(shelf, "v2", `{"items": [{"name": "x", "value": "1"}]}`))
+	u := obj(t, sprintf(shelf, "v1", `{}`))
+	if err := a.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"items":[{"name":"base"},{"name":"x","value":"2"}]}}`)), client.FieldOwner("helm")); err != nil {
+		t.Fatal(err)
+	}
+	applyAs(t, a.Client, "mw", sprintf(shelf, "v1", `{"items": [{"name": "x", "value": "2"}]}`))
+	if _, err := a.Relinquish(ctx, u, "mw"); err != nil {
+		t.Fatal(err)
+	}
+	l := get(t, a.Client, u)
+	its, _, _ := unstructured.NestedSlice(l.Object, "spec", "items")
+	if want := []interface{}{map[string]interface{}{"name": "base"}, map[string]interface{}{"name": "x", "value": "2"}}; !reflect.DeepEqual(its, want) {
+		t.Errorf("items = %v, want %v (helm's value kept)", its, want)
+	}
+	if got := owners(t, l); !reflect.DeepEqual(got[`.spec.items[name="x"].value`], []string{"helm/Update"}) || ownershipcore.HasManager(l, "mw") {
+		t.Errorf("owners = %v, want value helm's and no entry of mw", got)
+	}
+}
