@@ -239,10 +239,14 @@ func (a *Applier) relinquished(live *unstructured.Unstructured, entries ManagedF
 	return out, gone, nil
 }
 
-// emptyNullMaps sets every null in out where before holds a map to an
-// empty map (see nullMaps).
+// emptyNullMaps sets every null in out where before holds a map or a list
+// to an empty one of the same kind (see nullMaps).
 func emptyNullMaps(out, before map[string]interface{}) {
-	nullMaps(out, before, "", func(parent map[string]interface{}, key, _ string, _ map[string]interface{}) {
+	nullMaps(out, before, "", func(parent map[string]interface{}, key, _ string, was interface{}) {
+		if _, isList := was.([]interface{}); isList {
+			parent[key] = []interface{}{}
+			return
+		}
 		parent[key] = map[string]interface{}{}
 	})
 }
@@ -253,12 +257,20 @@ func emptyNullMaps(out, before map[string]interface{}) {
 // and status are left out.
 func emptiedMaps(live, merged map[string]interface{}) []map[string]interface{} {
 	var ops []map[string]interface{}
-	nullMaps(merged, live, "", func(_ map[string]interface{}, _, path string, was map[string]interface{}) {
+	nullMaps(merged, live, "", func(_ map[string]interface{}, _, path string, was interface{}) {
 		if strings.HasPrefix(path, "/metadata/") || strings.HasPrefix(path, "/status/") {
 			return
 		}
-		names := make([]string, 0, len(was))
-		for n := range was {
+		if items, isList := was.([]interface{}); isList {
+			// Last item first: each removal keeps the indexes before it.
+			for i := len(items) - 1; i >= 0; i-- {
+				ops = append(ops, map[string]interface{}{"op": "remove", "path": fmt.Sprintf("%s/%d", path, i)})
+			}
+			return
+		}
+		m, _ := was.(map[string]interface{})
+		names := make([]string, 0, len(m))
+		for n := range m {
 			names = append(names, n)
 		}
 		sort.Strings(names)
@@ -269,12 +281,14 @@ func emptiedMaps(live, merged map[string]interface{}) []map[string]interface{} {
 	return ops
 }
 
-// nullMaps calls fn for every null in out where before holds a map, with
-// the map holding it in out, its key, its JSON pointer (prefix is out's)
-// and before's map, in key order. It walks maps by key and lists of the
-// same length by index (the lists and maps out and before share; a list
-// that lost items is not walked).
-func nullMaps(out, before map[string]interface{}, prefix string, fn func(parent map[string]interface{}, key, path string, was map[string]interface{})) {
+// nullMaps calls fn for every null in out where before holds a map or a
+// list (structured-merge-diff leaves one so when its last key or item is
+// removed, and a custom resource's schema refuses it: kubernetes/kubernetes
+// issue 103011), with the map holding it in out, its key, its JSON pointer
+// (prefix is out's) and before's map or list, in key order. It walks maps
+// by key and lists of the same length by index (the lists and maps out and
+// before share; a list that lost items is not walked).
+func nullMaps(out, before map[string]interface{}, prefix string, fn func(parent map[string]interface{}, key, path string, was interface{})) {
 	keys := make([]string, 0, len(out))
 	for k := range out {
 		keys = append(keys, k)
@@ -290,6 +304,10 @@ func nullMaps(out, before map[string]interface{}, prefix string, fn func(parent 
 				nullMaps(ov, bv, path, fn)
 			}
 		case []interface{}:
+			if out[k] == nil {
+				fn(out, k, path, bv)
+				continue
+			}
 			ov, ok := out[k].([]interface{})
 			if !ok || len(ov) != len(bv) {
 				continue

@@ -100,3 +100,38 @@ func TestRelinquishOfSharedFieldsAcrossVersions(t *testing.T) {
 		t.Errorf("owners = %v, want value helm's and no entry of mw", got)
 	}
 }
+
+// A relinquish that removes the last item of a list another manager owns,
+// on a custom resource: helm's Update made spec.tags and emptied it (its
+// entry owns the list), mw then applied the item t. The apiserver's empty
+// apply leaves the list null, which the CRD's schema refuses (as for a
+// map: kubernetes/kubernetes issue 103011), and the fallbacks kept maps
+// only: the list went, and helm's field with it. It stays, empty and
+// helm's (test/invariants seeds 7200668, 8100327).
+func TestRelinquishEmptiesAnotherManagersList(t *testing.T) {
+	ctx := context.Background()
+	set := "set"
+	tags := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &set, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &stringProp}}
+	installCRD(t, "emptied.fieldops.dev", "Tray", []string{"v1"}, map[string]apiextensionsv1.JSONSchemaProps{"tags": tags, "note": stringProp})
+	a, _ := newApplier(t)
+	const tray = `{"apiVersion": "emptied.fieldops.dev/v1", "kind": "Tray", "metadata": {"name": "t", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(tray, `{"note": "b"}`))
+	u := obj(t, sprintf(tray, `{}`))
+	for _, patch := range []string{`[{"op": "add", "path": "/spec/tags", "value": ["h"]}]`, `[{"op": "remove", "path": "/spec/tags/0"}]`} {
+		if err := a.Client.Patch(ctx, u, client.RawPatch(types.JSONPatchType, []byte(patch)), client.FieldOwner("helm")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applyAs(t, a.Client, "mw", sprintf(tray, `{"tags": ["t"]}`))
+	if _, err := a.Relinquish(ctx, u, "mw"); err != nil {
+		t.Fatal(err)
+	}
+	l := get(t, a.Client, u)
+	got, found, _ := unstructured.NestedSlice(l.Object, "spec", "tags")
+	if !found || len(got) != 0 {
+		t.Errorf("spec.tags = %v (found %v), want [] (helm's list kept, t removed)", got, found)
+	}
+	if ownershipcore.HasManager(l, "mw") {
+		t.Errorf("mw still has an entry: %v", owners(t, l))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,7 +77,12 @@ spec:
   conflictPolicy: Force
   patch: {spec: {params: {k: "3"}, note: "n"}}
 `)
-	waitReason(t, fp, "Conflict")
+	// A FieldPatch created right after its target's CRD may find the kind
+	// not yet in the apiserver's OpenAPI (UnknownKind, retried after 30 s).
+	testkit.Within(t, 90*time.Second, "reason Conflict", func() (bool, string) {
+		get(t, fp)
+		return readyCondition(fp).Reason == "Conflict", readyCondition(fp).Reason + ": " + readyCondition(fp).Message
+	})
 	get(t, fp)
 	if c := readyCondition(fp); !strings.Contains(c.Message, "will not force .spec.settings.k") || !strings.Contains(c.Message, group+"/v2") {
 		t.Errorf("Ready message = %q, want the refused take and the owner's version", c.Message)
