@@ -114,7 +114,8 @@ func sameEntry(a, b ManagerKey) bool {
 // ReleasePlan computes the managed fields after manager lets fields go
 // without a new owner: its Apply entry (main resource) loses them, no
 // other entry changes, values are untouched. It returns the new entries and
-// the fields released (those of fields manager owned).
+// the fields released (those of fields manager owned, with the list items
+// and maps of manager that hold them).
 func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (ManagedFields, *fieldpath.Set) {
 	ours := current.Applied(manager)
 	if ours == nil {
@@ -124,6 +125,11 @@ func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (
 	if released.Empty() {
 		return current, released
 	}
+	// A released field stays only with the list items and maps that hold
+	// it: those manager owns go too, with an item's key fields, or the
+	// relinquish that follows removes them, and the field with them
+	// (test/invariants seed 9100650).
+	released = released.Union(holders(released, ours.Fields))
 	out := make(ManagedFields, len(current))
 	for i, e := range current {
 		out[i] = Entry{ManagerKey: e.ManagerKey, Time: e.Time, Fields: e.Fields}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -133,5 +134,47 @@ func TestRelinquishEmptiesAnotherManagersList(t *testing.T) {
 	}
 	if ownershipcore.HasManager(l, "mw") {
 		t.Errorf("mw still has an entry: %v", owners(t, l))
+	}
+}
+
+// A field released inside a list item only we hold: fp took items[x].value
+// from helm and shared the item with it, then helm applied without the
+// item (letting its key go). Released (Relinquish: values stay, unowned),
+// the value must keep its item: before, the relinquish that followed
+// removed the item fp still owned, and the released value with it
+// (test/invariants seed 9100650).
+func TestReleasedFieldKeepsItsItem(t *testing.T) {
+	ctx := context.Background()
+	mapType := "map"
+	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "value": stringProp},
+	}}}
+	installCRD(t, "released.fieldops.dev", "Bin", []string{"v1"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items, "note": stringProp})
+	a, _ := newApplier(t)
+	const bin = `{"apiVersion": "released.fieldops.dev/v1", "kind": "Bin", "metadata": {"name": "b", "namespace": "default"}, "spec": %s}`
+	applyAs(t, a.Client, "base", sprintf(bin, `{"items": [{"name": "base"}]}`))
+	applyAs(t, a.Client, "helm", sprintf(bin, `{"items": [{"name": "x", "value": "2"}]}`))
+	intent := obj(t, sprintf(bin, `{"items": [{"name": "x", "value": "1"}]}`))
+	if _, err := a.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}); err != nil {
+		t.Fatal(err)
+	}
+	applyAs(t, a.Client, "helm", sprintf(bin, `{"note": "h"}`))
+	field, err := ownershipcore.ParsePath(`.spec.items[name="x"].value`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Release(ctx, intent, "fp", fieldpath.NewSet(field)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Relinquish(ctx, intent, "fp"); err != nil {
+		t.Fatal(err)
+	}
+	l := get(t, a.Client, intent)
+	its, _, _ := unstructured.NestedSlice(l.Object, "spec", "items")
+	if want := []interface{}{map[string]interface{}{"name": "base"}, map[string]interface{}{"name": "x", "value": "1"}}; !reflect.DeepEqual(its, want) {
+		t.Errorf("items = %v, want %v (the released value kept, with its item)", its, want)
+	}
+	if ownershipcore.HasManager(l, "fp") {
+		t.Errorf("fp still has an entry: %v", owners(t, l))
 	}
 }

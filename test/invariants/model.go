@@ -120,6 +120,34 @@ func (s *snapshot) keyOfHeldItem(manager string, p fieldpath.Path) bool {
 	return isKey && s.othersHold(manager, p[:len(p)-1])
 }
 
+// keyOfItemWithValues reports whether p is a key field of a list item that
+// holds a field other than its keys (owned or not): the key stays as long
+// as the item does (a field the patch took and released stays, without
+// an owner, and its item with it).
+func (s *snapshot) keyOfItemWithValues(p fieldpath.Path) bool {
+	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+		return false
+	}
+	keys := map[string]bool{}
+	for _, f := range *p[len(p)-2].Key {
+		keys[f.Name] = true
+	}
+	if !keys[*p[len(p)-1].FieldName] {
+		return false
+	}
+	item, ok := s.value(p[:len(p)-1])
+	m, isMap := item.(map[string]interface{})
+	if !ok || !isMap {
+		return false
+	}
+	for k := range m {
+		if !keys[k] {
+			return true
+		}
+	}
+	return false
+}
+
 // keyOfItemHeldBy reports whether p is a key field of a list item in
 // which manager (any of its entries) owns a field that is not a key.
 func (s *snapshot) keyOfItemHeldBy(manager string, p fieldpath.Path) bool {
@@ -472,7 +500,7 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 	// back: that manager applied a value of its own in between, which
 	// fieldops may treat as the previous owner's (the field stays, handed
 	// back or unowned, as for a taken field) rather than remove it.
-	if rec.contested || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) {
+	if rec.contested || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
