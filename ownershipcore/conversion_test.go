@@ -7,7 +7,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -27,27 +26,7 @@ import (
 // right and made (TestApplyDropsLastKeyWithAnEntryOfAnotherVersion).
 func TestRemovalsAcrossAConversionWebhook(t *testing.T) {
 	ctx := context.Background()
-	const group = "convert.apply.fieldops.dev"
-	version := func(name, mapName string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-		return apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: name, Served: true, Storage: storage,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object",
-				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-					mapName: stringMapProp, "opts": stringMapProp,
-				}}},
-			}},
-		}
-	}
-	createCRD(t, &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "dials." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names:      apiextensionsv1.CustomResourceDefinitionNames{Plural: "dials", Singular: "dial", Kind: "Dial", ListKind: "DialList"},
-			Versions:   []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", "params", true), version("v2", "settings", false)},
-			Conversion: testkit.RenamingConversion(t, "params", "settings"),
-		},
-	})
+	createCRD(t, testkit.RenamingCRD(t, "convert.apply.fieldops.dev", "Dial", map[string]apiextensionsv1.JSONSchemaProps{"opts": stringMapProp}))
 	a, requests := newApplier(t)
 	const dial = `{"apiVersion": "convert.apply.fieldops.dev/%s", "kind": "Dial", "metadata": {"name": "%s", "namespace": "default"}, "spec": %s}`
 	opts := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}

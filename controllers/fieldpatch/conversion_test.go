@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,28 +29,7 @@ func TestNoForceAcrossAConversionWebhook(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const group = "convert.fieldpatch.fieldops.dev"
-	version := func(name, mapName string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-		str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-		strMap := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}}
-		return apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: name, Served: true, Storage: storage,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object",
-				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-					mapName: strMap, "note": str,
-				}}},
-			}},
-		}
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "dials." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names:      apiextensionsv1.CustomResourceDefinitionNames{Plural: "dials", Singular: "dial", Kind: "Dial", ListKind: "DialList"},
-			Versions:   []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", "params", true), version("v2", "settings", false)},
-			Conversion: testkit.RenamingConversion(t, "params", "settings"),
-		},
-	}
+	crd := testkit.RenamingCRD(t, group, "Dial", map[string]apiextensionsv1.JSONSchemaProps{"note": {Type: "string"}})
 	if err := k8s.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}

@@ -104,19 +104,24 @@ func (s *snapshot) othersHold(manager string, p fieldpath.Path) bool {
 	return false
 }
 
+// itemKeys returns the key field names of the list item p's last element
+// is a field of, when that field is one of them.
+func itemKeys(p fieldpath.Path) (map[string]bool, bool) {
+	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+		return nil, false
+	}
+	keys := map[string]bool{}
+	for _, f := range *p[len(p)-2].Key {
+		keys[f.Name] = true
+	}
+	return keys, keys[*p[len(p)-1].FieldName]
+}
+
 // keyOfHeldItem reports whether p is a key field of a list item under
 // which a manager other than manager owns a field: the item stays with
 // that field, and with its key (an empty apply leaves them too).
 func (s *snapshot) keyOfHeldItem(manager string, p fieldpath.Path) bool {
-	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
-		return false
-	}
-	isKey := false
-	for _, f := range *p[len(p)-2].Key {
-		if f.Name == *p[len(p)-1].FieldName {
-			isKey = true
-		}
-	}
+	_, isKey := itemKeys(p)
 	return isKey && s.othersHold(manager, p[:len(p)-1])
 }
 
@@ -125,21 +130,12 @@ func (s *snapshot) keyOfHeldItem(manager string, p fieldpath.Path) bool {
 // as the item does (a field the patch took and released stays, without
 // an owner, and its item with it).
 func (s *snapshot) keyOfItemWithValues(p fieldpath.Path) bool {
-	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
+	keys, isKey := itemKeys(p)
+	if !isKey {
 		return false
 	}
-	keys := map[string]bool{}
-	for _, f := range *p[len(p)-2].Key {
-		keys[f.Name] = true
-	}
-	if !keys[*p[len(p)-1].FieldName] {
-		return false
-	}
-	item, ok := s.value(p[:len(p)-1])
-	m, isMap := item.(map[string]interface{})
-	if !ok || !isMap {
-		return false
-	}
+	item, _ := s.value(p[:len(p)-1])
+	m, _ := item.(map[string]interface{})
 	for k := range m {
 		if !keys[k] {
 			return true
@@ -151,14 +147,8 @@ func (s *snapshot) keyOfItemWithValues(p fieldpath.Path) bool {
 // keyOfItemHeldBy reports whether p is a key field of a list item in
 // which manager (any of its entries) owns a field that is not a key.
 func (s *snapshot) keyOfItemHeldBy(manager string, p fieldpath.Path) bool {
-	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
-		return false
-	}
-	keys := map[string]bool{}
-	for _, f := range *p[len(p)-2].Key {
-		keys[f.Name] = true
-	}
-	if !keys[*p[len(p)-1].FieldName] {
+	keys, isKey := itemKeys(p)
+	if !isKey {
 		return false
 	}
 	held := false

@@ -13,6 +13,39 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// RenamingCRD returns a namespaced CustomResourceDefinition of kind in
+// group (plural: lower-case kind and "s") served in v1 (stored) and v2,
+// whose spec holds a map of strings named params in v1 and settings in v2,
+// converted by RenamingConversion, and the properties extra in both.
+func RenamingCRD(t testing.TB, group, kind string, extra map[string]apiextensionsv1.JSONSchemaProps) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	strMap := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}}
+	version := func(name, mapName string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		props := map[string]apiextensionsv1.JSONSchemaProps{mapName: strMap}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: name, Served: true, Storage: storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type:       "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}},
+			}},
+		}
+	}
+	plural := strings.ToLower(kind) + "s"
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names:      apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
+			Versions:   []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", "params", true), version("v2", "settings", false)},
+			Conversion: RenamingConversion(t, "params", "settings"),
+		},
+	}
+}
+
 // RenamingConversion serves a CRD conversion webhook (ConversionReview v1,
 // over TLS on 127.0.0.1, stopped at the end of the test) that renames
 // spec.<from> in version v1 to spec.<to> in version v2 and back, as
