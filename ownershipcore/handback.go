@@ -376,24 +376,45 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 	if expect != nil {
 		alone = alone.Union(expect)
 	}
-	if alone.Empty() && withEntriesOfVersion(live, obj.GetAPIVersion()) != live && a.sameFieldPaths(ctx, live, obj.GetAPIVersion()) {
-		// Nothing is ours alone, so the empty apply would only drop our
-		// entry. With entries of several versions the apiserver's empty
-		// apply also removes fields owned only by entries of a version
-		// other than the last it converts to (structured-merge-diff's
+	if withEntriesOfVersion(live, obj.GetAPIVersion()) != live && a.sameFieldPaths(ctx, live, obj.GetAPIVersion()) {
+		// With entries of several versions the apiserver's empty apply
+		// also removes fields owned only by entries of a version other
+		// than the last it converts to (structured-merge-diff's
 		// addBackOwnedItems restores owned items one version at a time:
 		// kubernetes-sigs/structured-merge-diff PR 204; test/invariants
-		// seed 8100545, an Update entry's value inside an item another
-		// version's entry holds). Our entry goes in one guarded patch of
-		// managed fields instead; values stay.
-		_, after, err := a.editManagedFields(ctx, ref, live, manager, dropPlan(manager))
-		if err != nil {
-			return Result{}, err
+		// seeds 8100545 and 7201807, an Update entry's value inside an
+		// item another version's entries hold). The fields ours alone go
+		// in one guarded JSON patch (list items whole, emptied maps and
+		// lists others own kept), then our entry in one guarded patch of
+		// managed fields; values stay. Refused as invalid (a required
+		// field), the empty apply below decides.
+		removed := fieldpath.NewSet()
+		if !alone.Empty() {
+			cleaned := live.DeepCopy()
+			gone := ours.Fields.Difference(others)
+			if expect != nil {
+				gone = gone.Union(expect)
+			}
+			err := a.removeFields(ctx, cleaned, gone, others, manager)
+			switch {
+			case err == nil:
+				live, removed = cleaned, alone
+			case apierrors.IsConflict(err):
+				return Result{}, staleError{err}
+			case !apierrors.IsInvalid(err):
+				return Result{}, err
+			}
 		}
-		if after == nil {
-			after = live
+		if alone.Empty() || !removed.Empty() {
+			_, after, err := a.editManagedFields(ctx, ref, live, manager, dropPlan(manager))
+			if err != nil {
+				return Result{}, err
+			}
+			if after == nil {
+				after = live
+			}
+			return Result{Action: ActionConfigured, Removed: removed, Object: after}, nil
 		}
-		return Result{Action: ActionConfigured, Object: after}, nil
 	}
 	empty := &unstructured.Unstructured{}
 	empty.SetGroupVersionKind(obj.GroupVersionKind())

@@ -65,21 +65,22 @@ func TestApplyDroppingAnItemKeepsAnotherManagersField(t *testing.T) {
 	}
 }
 
-// A relinquish with nothing of its own, on a custom resource with entries
-// of two versions: hpa applied item x in v2, helm's Update (v1) set its
-// value, mw applied the same item and value in v1. Every field of mw is
-// shared, so its relinquish must remove nothing; the apiserver's empty
-// apply removed helm's value (structured-merge-diff restores owned items
-// one version at a time, and the last pass drops what only the other
-// version's entries own). Relinquish drops mw's entry with one guarded
-// patch of managed fields instead (test/invariants seed 8100545).
+// A relinquish on a custom resource with entries of two versions: hpa
+// applied item x in v2, helm's Update (v1) set its value, mw applied the
+// same item and value in v1, and a note of its own. The relinquish must
+// remove the note only; the apiserver's empty apply removed helm's value
+// too (structured-merge-diff restores owned items one version at a time,
+// and the last pass drops what only the other version's entries own).
+// Relinquish removes mw's own fields with a guarded JSON patch and drops
+// its entry with a guarded patch of managed fields instead
+// (test/invariants seeds 8100545, 7201807).
 func TestRelinquishOfSharedFieldsAcrossVersions(t *testing.T) {
 	ctx := context.Background()
 	mapType := "map"
 	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
 		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "value": stringProp},
 	}}}
-	installCRD(t, "shared.fieldops.dev", "Shelf", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items})
+	installCRD(t, "shared.fieldops.dev", "Shelf", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items, "note": stringProp})
 	a, _ := newApplier(t)
 	const shelf = `{"apiVersion": "shared.fieldops.dev/%s", "kind": "Shelf", "metadata": {"name": "s", "namespace": "default"}, "spec": %s}`
 	applyAs(t, a.Client, "base", sprintf(shelf, "v1", `{"items": [{"name": "base"}]}`))
@@ -88,11 +89,14 @@ func TestRelinquishOfSharedFieldsAcrossVersions(t *testing.T) {
 	if err := a.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"items":[{"name":"base"},{"name":"x","value":"2"}]}}`)), client.FieldOwner("helm")); err != nil {
 		t.Fatal(err)
 	}
-	applyAs(t, a.Client, "mw", sprintf(shelf, "v1", `{"items": [{"name": "x", "value": "2"}]}`))
+	applyAs(t, a.Client, "mw", sprintf(shelf, "v1", `{"items": [{"name": "x", "value": "2"}], "note": "m"}`))
 	if _, err := a.Relinquish(ctx, u, "mw"); err != nil {
 		t.Fatal(err)
 	}
 	l := get(t, a.Client, u)
+	if note, found, _ := unstructured.NestedString(l.Object, "spec", "note"); found {
+		t.Errorf("spec.note = %q, want mw's note removed", note)
+	}
 	its, _, _ := unstructured.NestedSlice(l.Object, "spec", "items")
 	if want := []interface{}{map[string]interface{}{"name": "base"}, map[string]interface{}{"name": "x", "value": "2"}}; !reflect.DeepEqual(its, want) {
 		t.Errorf("items = %v, want %v (helm's value kept)", its, want)
