@@ -376,7 +376,7 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 	if expect != nil {
 		alone = alone.Union(expect)
 	}
-	if withEntriesOfVersion(live, obj.GetAPIVersion()) != live && a.sameFieldPaths(ctx, live, obj.GetAPIVersion()) {
+	if otherVersionEntries(live, obj.GetAPIVersion()) && a.sameFieldPaths(ctx, live, obj.GetAPIVersion()) {
 		// With entries of several versions the apiserver's empty apply
 		// also removes fields owned only by entries of a version other
 		// than the last it converts to (structured-merge-diff's
@@ -388,7 +388,7 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 		// lists others own kept), then our entry in one guarded patch of
 		// managed fields; values stay. Refused as invalid (a required
 		// field), the empty apply below decides.
-		removed := fieldpath.NewSet()
+		removed := false
 		if !alone.Empty() {
 			cleaned := live.DeepCopy()
 			gone := ours.Fields.Difference(others)
@@ -398,14 +398,14 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			err := a.removeFields(ctx, cleaned, gone, others, manager)
 			switch {
 			case err == nil:
-				live, removed = cleaned, alone
+				live, removed = cleaned, true
 			case apierrors.IsConflict(err):
 				return Result{}, staleError{err}
 			case !apierrors.IsInvalid(err):
 				return Result{}, err
 			}
 		}
-		if alone.Empty() || !removed.Empty() {
+		if alone.Empty() || removed {
 			_, after, err := a.editManagedFields(ctx, ref, live, manager, dropPlan(manager))
 			if err != nil {
 				return Result{}, err
@@ -413,7 +413,7 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			if after == nil {
 				after = live
 			}
-			return Result{Action: ActionConfigured, Removed: removed, Object: after}, nil
+			return Result{Action: ActionConfigured, Object: after}, nil
 		}
 	}
 	empty := &unstructured.Unstructured{}

@@ -68,3 +68,16 @@ func (a *Applier) sameFieldPaths(ctx context.Context, live *unstructured.Unstruc
 	gvk := schema.FromAPIVersionAndKind(apiVersion, live.GetKind())
 	return a.SameFieldPaths(ctx, gvk, versions...)
 }
+
+// otherVersionEntries reports whether live has a managed-fields entry of
+// the main resource in another version than apiVersion (a subresource's
+// entries, such as /scale's, are left out: they hold the main resource's
+// paths).
+func otherVersionEntries(live *unstructured.Unstructured, apiVersion string) bool {
+	for _, e := range live.GetManagedFields() {
+		if e.Subresource == "" && e.APIVersion != "" && e.APIVersion != apiVersion {
+			return true
+		}
+	}
+	return false
+}
