@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/test/testkit"
@@ -73,6 +74,23 @@ func TestRemovalsAcrossAConversionWebhook(t *testing.T) {
 		live := unchanged(t, "relinquish")
 		if ownershipcore.HasManager(live, "fp") {
 			t.Errorf("fp still has an entry: %v", owners(t, live))
+		}
+	})
+
+	t.Run("the CRD is read once per kind", func(t *testing.T) {
+		gvk := runtimeschema.GroupVersionKind{Group: "convert.apply.fieldops.dev", Version: "v1", Kind: "Dial"}
+		schema.InvalidateGroup(gvk.Group)
+		for i, want := range []int64{1, 0} {
+			before := requests.reads.Load()
+			if a.SameFieldPaths(ctx, gvk, "convert.apply.fieldops.dev/v2") {
+				t.Errorf("call %d: v1 and v2 under a conversion webhook have the same field paths", i)
+			}
+			if n := requests.reads.Load() - before; n != want {
+				t.Errorf("call %d: %d reads, want %d", i, n, want)
+			}
+		}
+		if before := requests.reads.Load(); !a.SameFieldPaths(ctx, gvk, "convert.apply.fieldops.dev/v1") || requests.reads.Load() != before {
+			t.Error("the same version: want the same paths, without a read")
 		}
 	})
 }

@@ -387,8 +387,7 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 		// in one guarded JSON patch (list items whole, emptied maps and
 		// lists others own kept), then our entry in one guarded patch of
 		// managed fields; values stay. Refused as invalid (a required
-		// field), the empty apply below decides.
-		removed := false
+		// field), ours stay, unowned, as after a refused empty apply.
 		if !alone.Empty() {
 			cleaned := live.DeepCopy()
 			gone := ours.Fields.Difference(others)
@@ -397,24 +396,27 @@ func (a *Applier) relinquishOnce(ctx context.Context, obj, live *unstructured.Un
 			}
 			err := a.removeFields(ctx, cleaned, gone, others, manager)
 			switch {
-			case err == nil:
-				live, removed = cleaned, true
 			case apierrors.IsConflict(err):
 				return Result{}, staleError{err}
-			case !apierrors.IsInvalid(err):
+			case apierrors.IsInvalid(err):
+				kept, rerr := a.Release(ctx, ref, manager, ours.Fields)
+				if rerr != nil {
+					return Result{}, rerr
+				}
+				return Result{Action: ActionConfigured, Kept: kept}, nil
+			case err != nil:
 				return Result{}, err
 			}
+			live = cleaned
 		}
-		if alone.Empty() || removed {
-			_, after, err := a.editManagedFields(ctx, ref, live, manager, dropPlan(manager))
-			if err != nil {
-				return Result{}, err
-			}
-			if after == nil {
-				after = live
-			}
-			return Result{Action: ActionConfigured, Object: after}, nil
+		_, after, err := a.editManagedFields(ctx, ref, live, manager, dropPlan(manager))
+		if err != nil {
+			return Result{}, err
 		}
+		if after == nil {
+			after = live
+		}
+		return Result{Action: ActionConfigured, Object: after}, nil
 	}
 	empty := &unstructured.Unstructured{}
 	empty.SetGroupVersionKind(obj.GroupVersionKind())

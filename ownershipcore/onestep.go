@@ -343,8 +343,8 @@ func droppedMapKeys(live *unstructured.Unstructured, intent *fieldpath.Set, mana
 		return nil
 	}
 	dropped := ours.Fields.Difference(intent).Difference(owners.others(manager))
-	parents := map[string][]string{} // JSON pointer of the map: its dropped keys
-	var order []string
+	type emptied struct{ names, keys []string } // a map's path, its dropped keys
+	parents := map[string]*emptied{}            // by the map's JSON pointer
 	dropped.Iterate(func(p fieldpath.Path) {
 		names := make([]string, 0, len(p))
 		for _, pe := range p {
@@ -356,36 +356,35 @@ func droppedMapKeys(live *unstructured.Unstructured, intent *fieldpath.Set, mana
 		if len(names) < 2 || names[0] == "metadata" || names[0] == "status" {
 			return
 		}
-		parent := jsonPointer(names[:len(names)-1]...)
-		if _, ok := parents[parent]; !ok {
-			order = append(order, parent)
+		ptr := jsonPointer(names[:len(names)-1]...)
+		if parents[ptr] == nil {
+			parents[ptr] = &emptied{names: names[:len(names)-1]}
 		}
-		parents[parent] = append(parents[parent], names[len(names)-1])
+		parents[ptr].keys = append(parents[ptr].keys, names[len(names)-1])
 	})
+	order := make([]string, 0, len(parents))
+	for ptr := range parents {
+		order = append(order, ptr)
+	}
 	sort.Strings(order)
 	var ops []map[string]interface{}
-	for _, parent := range order {
-		names := strings.Split(strings.TrimPrefix(parent, "/"), "/")
-		for i := range names {
-			names[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(names[i])
-		}
-		m, found, err := unstructured.NestedMap(live.Object, names...)
-		if err != nil || !found || len(m) == 0 || len(m) != len(parents[parent]) {
+	for _, ptr := range order {
+		e := parents[ptr]
+		m, found, err := unstructured.NestedMap(live.Object, e.names...)
+		if err != nil || !found || len(m) != len(e.keys) {
 			continue
 		}
-		keys := parents[parent]
 		all := true
-		for _, k := range keys {
-			if _, ok := m[k]; !ok {
-				all = false
-			}
+		for _, k := range e.keys {
+			_, ok := m[k]
+			all = all && ok
 		}
 		if !all {
 			continue
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			ops = append(ops, map[string]interface{}{"op": "remove", "path": parent + jsonPointer(k)})
+		sort.Strings(e.keys)
+		for _, k := range e.keys {
+			ops = append(ops, map[string]interface{}{"op": "remove", "path": ptr + jsonPointer(k)})
 		}
 	}
 	return ops

@@ -33,6 +33,28 @@ type Schema struct {
 	fms map[schema.GroupVersionKind]*managedfields.FieldManager
 	// read is when each cached converter's document was read.
 	read map[schema.GroupVersion]time.Time
+	// none is, per custom resource kind, whether its CRD converts with
+	// strategy None (Applier.SameFieldPaths), once read.
+	none map[schema.GroupKind]bool
+}
+
+// conversionNone returns what setConversionNone kept for gk.
+func (s *Schema) conversionNone(gk schema.GroupKind) (none, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	none, ok = s.none[gk]
+	return none, ok
+}
+
+// setConversionNone keeps whether gk's CRD converts with strategy None,
+// until InvalidateGroup (or Invalidate) of its group.
+func (s *Schema) setConversionNone(gk schema.GroupKind, none bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.none == nil {
+		s.none = map[schema.GroupKind]bool{}
+	}
+	s.none[gk] = none
 }
 
 // rereadAge is how old a cached document must be before an undeclared
@@ -91,6 +113,17 @@ func (s *Schema) Invalidate(gv schema.GroupVersion) {
 			delete(s.fms, gvk)
 		}
 	}
+	s.forgetConversions(gv.Group)
+}
+
+// forgetConversions drops what setConversionNone kept for group; s.mu is
+// held.
+func (s *Schema) forgetConversions(group string) {
+	for gk := range s.none {
+		if gk.Group == group {
+			delete(s.none, gk)
+		}
+	}
 }
 
 // InvalidateGroup forgets every cached schema of group: call it when a
@@ -114,6 +147,7 @@ func (s *Schema) InvalidateGroup(group string) {
 			delete(s.fms, gvk)
 		}
 	}
+	s.forgetConversions(group)
 }
 
 // TypeConverter returns the converter for gv, reading its OpenAPI v3

@@ -24,10 +24,7 @@ import (
 // and in another (test/invariants seed 7200016).
 func TestApplyDroppingAnItemKeepsAnotherManagersField(t *testing.T) {
 	ctx := context.Background()
-	mapType := "map"
-	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
-		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "params": stringMapProp},
-	}}}
+	items := namedItems("params", stringMapProp)
 	installCRD(t, "shield.fieldops.dev", "Rack", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items, "note": stringProp})
 	a, requests := newApplier(t)
 	const rack = `{"apiVersion": "shield.fieldops.dev/%s", "kind": "Rack", "metadata": {"name": "%s", "namespace": "default"}, "spec": %s}`
@@ -76,10 +73,7 @@ func TestApplyDroppingAnItemKeepsAnotherManagersField(t *testing.T) {
 // (test/invariants seeds 8100545, 7201807).
 func TestRelinquishOfSharedFieldsAcrossVersions(t *testing.T) {
 	ctx := context.Background()
-	mapType := "map"
-	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
-		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "value": stringProp},
-	}}}
+	items := namedItems("value", stringProp)
 	installCRD(t, "shared.fieldops.dev", "Shelf", []string{"v1", "v2"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items, "note": stringProp})
 	a, _ := newApplier(t)
 	const shelf = `{"apiVersion": "shared.fieldops.dev/%s", "kind": "Shelf", "metadata": {"name": "s", "namespace": "default"}, "spec": %s}`
@@ -149,10 +143,7 @@ func TestRelinquishEmptiesAnotherManagersList(t *testing.T) {
 // (test/invariants seed 9100650).
 func TestReleasedFieldKeepsItsItem(t *testing.T) {
 	ctx := context.Background()
-	mapType := "map"
-	items := apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
-		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, "value": stringProp},
-	}}}
+	items := namedItems("value", stringProp)
 	installCRD(t, "released.fieldops.dev", "Bin", []string{"v1"}, map[string]apiextensionsv1.JSONSchemaProps{"items": items, "note": stringProp})
 	a, _ := newApplier(t)
 	const bin = `{"apiVersion": "released.fieldops.dev/v1", "kind": "Bin", "metadata": {"name": "b", "namespace": "default"}, "spec": %s}`
@@ -181,4 +172,13 @@ func TestReleasedFieldKeepsItsItem(t *testing.T) {
 	if ownershipcore.HasManager(l, "fp") {
 		t.Errorf("fp still has an entry: %v", owners(t, l))
 	}
+}
+
+// namedItems is the schema of a list of objects keyed by name (a map list,
+// x-kubernetes-list-map-keys [name]) with one more property, field.
+func namedItems(field string, prop apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	mapType := "map"
+	return apiextensionsv1.JSONSchemaProps{Type: "array", XListType: &mapType, XListMapKeys: []string{"name"}, Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": stringProp, field: prop},
+	}}}
 }

@@ -23,8 +23,8 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // otherwise: a conversion webhook may rename or move fields (cluster-api's
 // v1beta1 and v1beta2), as built-in kinds do (autoscaling/v1 and v2
 // HorizontalPodAutoscalers); and when the CRD cannot be read (the read
-// refused, say). The CRD is read through the Applier's APIReader (one GET,
-// on the rare paths that ask).
+// refused, say). The CRD is read through the Applier's APIReader once per
+// kind, on the rare paths that ask, until the group's CRDs change.
 //
 // A comparison of paths across versions that may differ can take another
 // manager's field for ours alone, or miss the previous owner of a field we
@@ -32,17 +32,37 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // our fields in place without an owner.
 func (a *Applier) SameFieldPaths(ctx context.Context, gvk schema.GroupVersionKind, apiVersions ...string) bool {
 	own := gvk.GroupVersion().String()
-	differ := false
 	for _, v := range apiVersions {
-		differ = differ || v != "" && v != own
+		if v != "" && v != own {
+			return a.convertsNone(ctx, gvk)
+		}
 	}
-	if !differ {
+	return true
+}
+
+// sameFieldPaths is SameFieldPaths for the entries of live, compared with
+// apiVersion.
+func (a *Applier) sameFieldPaths(ctx context.Context, live *unstructured.Unstructured, apiVersion string) bool {
+	if !otherVersionEntries(live, apiVersion) {
 		return true
 	}
+	return a.convertsNone(ctx, schema.FromAPIVersionAndKind(apiVersion, live.GetKind()))
+}
+
+// convertsNone reports whether gvk is a custom resource whose
+// CustomResourceDefinition converts with strategy None. The answer is kept
+// by the Schema until the group's CRDs change (Schema.InvalidateGroup); a
+// failed read (the kind built in, the read refused) answers false and is
+// not kept.
+func (a *Applier) convertsNone(ctx context.Context, gvk schema.GroupVersionKind) bool {
 	if gvk.Group == "" || a.Client == nil {
 		return false
 	}
-	mapping, err := a.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	gk := gvk.GroupKind()
+	if none, ok := a.Schema.conversionNone(gk); ok {
+		return none
+	}
+	mapping, err := a.Client.RESTMapper().RESTMapping(gk, gvk.Version)
 	if err != nil {
 		return false
 	}
@@ -52,21 +72,9 @@ func (a *Applier) SameFieldPaths(ctx context.Context, gvk schema.GroupVersionKin
 		return false
 	}
 	strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
-	return strategy == "" || strategy == "None"
-}
-
-// sameFieldPaths is SameFieldPaths for the entries of live (of the main
-// resource: a subresource's entries, such as /scale's, hold the main
-// resource's paths), compared with apiVersion.
-func (a *Applier) sameFieldPaths(ctx context.Context, live *unstructured.Unstructured, apiVersion string) bool {
-	var versions []string
-	for _, e := range live.GetManagedFields() {
-		if e.Subresource == "" {
-			versions = append(versions, e.APIVersion)
-		}
-	}
-	gvk := schema.FromAPIVersionAndKind(apiVersion, live.GetKind())
-	return a.SameFieldPaths(ctx, gvk, versions...)
+	none := strategy == "" || strategy == "None"
+	a.Schema.setConversionNone(gk, none)
+	return none
 }
 
 // otherVersionEntries reports whether live has a managed-fields entry of

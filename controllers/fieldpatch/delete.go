@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	before := obj.DeepCopyObject().(client.Object)
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		r.writes().Unsure(obj)
+		r.writes().Unsure(obj, err)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	// A copy still holding the finalizer is older than this write: a

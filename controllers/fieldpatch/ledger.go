@@ -134,7 +134,7 @@ func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipco
 	}
 	rv := fresh.GetResourceVersion()
 	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
-		r.writes().Unsure(p.obj)
+		r.writes().Unsure(p.obj, err)
 		return nil, fmt.Errorf("record previous owners: %w", err)
 	}
 	r.writes().Wrote(fresh, rv)

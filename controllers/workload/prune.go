@@ -175,7 +175,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 	before := mw.DeepCopy()
 	controllerutil.RemoveFinalizer(mw, Finalizer)
 	if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		r.skeleton().Writes.Unsure(mw)
+		r.skeleton().Writes.Unsure(mw, err)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	// A copy still holding the finalizer is older than this write.

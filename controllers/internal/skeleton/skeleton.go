@@ -117,7 +117,7 @@ func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	if r.Finalizer != "" && controllerutil.AddFinalizer(obj, r.Finalizer) {
 		rv := obj.GetResourceVersion()
 		if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-			r.Writes.Unsure(obj)
+			r.Writes.Unsure(obj, err)
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		r.Writes.Wrote(obj, rv)
@@ -148,7 +148,7 @@ func (r *Reconciler[T, S]) get(ctx context.Context, req ctrl.Request) (obj T, re
 		// A write of ours failed: the apiserver may hold it anyway.
 		live := r.New()
 		if err := r.APIReader.Get(ctx, req.NamespacedName, live); err != nil && !apierrors.IsNotFound(err) {
-			r.Writes.Unsure(obj)
+			r.Writes.markUnsure(req.NamespacedName)
 			return obj, ctrl.Result{}, false, fmt.Errorf("read after a failed write: %w", err)
 		} else if err == nil {
 			if c, cerr := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), live.GetResourceVersion()); cerr == nil && c < 0 {
@@ -201,7 +201,7 @@ func (r *Reconciler[T, S]) patchStatus(ctx context.Context, before, obj T) error
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		r.Writes.Unsure(obj)
+		r.Writes.Unsure(obj, err)
 		return fmt.Errorf("patch status: %w", err)
 	}
 	r.Writes.Wrote(obj, rv)

@@ -3,10 +3,13 @@ package skeleton
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -115,5 +118,31 @@ func TestWrites(t *testing.T) {
 	w.Wrote(obj("d"), "c")
 	if w.Behind(obj("x")) {
 		t.Error("an unknown version is behind")
+	}
+}
+
+// A failed write marks its object for a fresh read only when the
+// apiserver may have made it: not when it answered with a refusal.
+func TestMayHaveWritten(t *testing.T) {
+	gr := schema.GroupResource{Group: "fieldops.dev", Resource: "fieldpatches"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false},
+		{"connection lost", errors.New("http2: client connection lost"), true},
+		{"wrapped transport error", fmt.Errorf("patch status: %w", errors.New("EOF")), true},
+		{"conflict", apierrors.NewConflict(gr, "p", errors.New("the object has been modified")), false},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Group: "fieldops.dev", Kind: "FieldPatch"}, "p", nil), false},
+		{"forbidden", apierrors.NewForbidden(gr, "p", errors.New("no")), false},
+		{"not found", apierrors.NewNotFound(gr, "p"), false},
+		{"timeout", apierrors.NewTimeoutError("the write may have happened", 1), true},
+		{"internal error", apierrors.NewInternalError(errors.New("etcd")), true},
+		{"wrapped conflict", fmt.Errorf("record previous owners: %w", apierrors.NewConflict(gr, "p", errors.New("x"))), false},
+	} {
+		if got := mayHaveWritten(tc.err); got != tc.want {
+			t.Errorf("%s: mayHaveWritten = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

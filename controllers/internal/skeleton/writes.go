@@ -1,8 +1,10 @@
 package skeleton
 
 import (
+	"errors"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -89,15 +91,36 @@ func (w *Writes) Behind(obj client.Object) bool {
 	return false
 }
 
-// Unsure records that a write of obj failed: the apiserver may have made
-// it all the same (its answer lost, a timeout after the write), so a
-// cached copy may predate it with nothing to tell. Deciding on such a copy
-// could write back what the lost write replaced (a FieldPatch's record of
-// previous owners: test/invariants under faults, seed 6100231). The next
-// reconcile reads the object fresh once (Reconciler.get) and waits for the
-// cache to reach that version.
-func (w *Writes) Unsure(obj client.Object) {
-	w.unsure.Store(client.ObjectKeyFromObject(obj), struct{}{})
+// Unsure records that a write of obj failed with err in a way that may
+// hide it: the apiserver may have made it all the same (its answer lost, a
+// timeout or a server error after the write), so a cached copy may predate
+// it with nothing to tell. Deciding on such a copy could write back what
+// the lost write replaced (a FieldPatch's record of previous owners:
+// test/invariants under faults, seed 6100231). The next reconcile reads
+// the object fresh once (Reconciler.get) and waits for the cache to reach
+// that version. An answer that refuses the write (a 4xx status: a
+// conflict, an invalid object, a forbidden request) says it did not
+// happen, and costs no read.
+func (w *Writes) Unsure(obj client.Object, err error) {
+	if mayHaveWritten(err) {
+		w.markUnsure(client.ObjectKeyFromObject(obj))
+	}
+}
+
+// markUnsure marks key for a fresh read at the next reconcile.
+func (w *Writes) markUnsure(key client.ObjectKey) { w.unsure.Store(key, struct{}{}) }
+
+// mayHaveWritten reports whether a write that returned err may have been
+// made by the apiserver: any error but an API status below 500.
+func mayHaveWritten(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil {
+		return false
+	}
+	if errors.As(err, &status) {
+		return status.Status().Code >= 500 || status.Status().Code == 0
+	}
+	return true
 }
 
 // takeUnsure reports whether a write of key failed since the last fresh
