@@ -1,0 +1,217 @@
+package ownershipcore
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// OpKind names an operation of the model.
+type OpKind string
+
+// The operations Check knows.
+const (
+	OpApply      OpKind = "Apply"
+	OpDrop       OpKind = "Drop"
+	OpHandBack   OpKind = "HandBack"
+	OpRelease    OpKind = "Release"
+	OpRelinquish OpKind = "Relinquish"
+)
+
+// Op is one operation of a field manager of fieldops, as Check judges it.
+type Op struct {
+	Kind    OpKind
+	Manager string
+	// Previous are the entries a HandBack gives fields back to.
+	Previous ManagedFields
+	// Fields are the fields a Release or a Drop lets go of.
+	Fields *fieldpath.Set
+}
+
+func (o Op) String() string { return fmt.Sprintf("%s by %q", o.Kind, o.Manager) }
+
+// InvariantError is a broken invariant of the ownership core: the
+// operation would lose another manager's field or value, or leave what it
+// should not.
+type InvariantError struct {
+	Op     Op
+	Reason string
+}
+
+func (e *InvariantError) Error() string {
+	return fmt.Sprintf("%s breaks an invariant: %s", e.Op, e.Reason)
+}
+
+// Check holds the invariants of the ownership core for op taking before to
+// after:
+//   - no other manager loses a field it owned, but one a forced Apply took
+//     (then op.Manager owns it), and none of its values changes;
+//   - HandBack and Release change no value; Relinquish (and Drop, of the
+//     fields it drops) removes only values op.Manager owned alone, and the
+//     lists and maps they leave empty;
+//   - after Relinquish op.Manager has no entry on the main resource; after
+//     HandBack it owns none of the fields it gave back, after Release none
+//     of those it released;
+//   - no null appears where before had a value.
+//
+// It returns an *InvariantError for the first broken one.
+func (m Model) Check(before, after State, op Op) error {
+	fail := func(format string, args ...interface{}) error {
+		return &InvariantError{Op: op, Reason: fmt.Sprintf(format, args...)}
+	}
+	taken := fieldpath.NewSet()
+	if op.Kind == OpApply {
+		taken = after.ours(op.Manager)
+	}
+	afterEntries := entryMap(after.Owners)
+	// Values are compared on the fields that hold one (scalars, atomic
+	// lists and maps, set items): owning a list or map that holds other
+	// fields, or is empty, is owning its presence, not the fields in it.
+	bs, err := m.contentSet(before.Object)
+	if err != nil {
+		return err
+	}
+	valueLeaves := fieldpath.NewSet()
+	bs.Leaves().Iterate(func(p fieldpath.Path) {
+		if v, ok := valueAt(before.Object.Object, p); !ok || !isEmpty(v) {
+			valueLeaves.Insert(p.Copy())
+		}
+	})
+	for _, e := range before.Owners {
+		if e.Manager == op.Manager {
+			continue
+		}
+		now := afterEntries[e.ManagerKey]
+		if now == nil {
+			now = fieldpath.NewSet()
+		}
+		if lost := e.Fields.Difference(now).Difference(taken); !lost.Empty() {
+			return fail("%s lost %v", e.ManagerKey, FormatSet(lost))
+		}
+		if err := m.sameValues(before, after, e.Fields.Intersection(now).Difference(taken).Intersection(valueLeaves)); err != nil {
+			return fail("a value of %s changed: %v", e.ManagerKey, err)
+		}
+	}
+	if hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object)) {
+		return fail("a null appeared")
+	}
+	switch op.Kind {
+	case OpHandBack, OpRelease:
+		if !equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
+			return fail("values changed")
+		}
+	case OpRelinquish:
+		if hasEntry(after.Owners, op.Manager) {
+			return fail("an entry of %q is left", op.Manager)
+		}
+		return m.checkRemoved(before, after, op, before.ours(op.Manager), fail)
+	case OpDrop:
+		kept := after.ours(op.Manager)
+		if left := kept.Intersection(op.Fields).Difference(withParents(kept.Difference(op.Fields))); !left.Empty() {
+			return fail("kept dropped fields %v", FormatSet(left))
+		}
+		return m.checkRemoved(before, after, op, before.ours(op.Manager).Intersection(op.Fields), fail)
+	}
+	switch op.Kind {
+	case OpHandBack:
+		gone := before.ours(op.Manager).Intersection(op.Previous.Union())
+		for _, p := range op.Previous {
+			if held := afterEntries[p.ManagerKey]; held != nil {
+				gone = gone.Difference(held)
+			}
+		}
+		if left := after.ours(op.Manager).Intersection(gone); !left.Empty() {
+			return fail("kept fields of its previous owners %v", FormatSet(left))
+		}
+	case OpRelease:
+		if left := after.Owners.Applied(op.Manager); left != nil && !left.Fields.Intersection(op.Fields).Empty() {
+			return fail("kept released fields %v", FormatSet(left.Fields.Intersection(op.Fields)))
+		}
+	}
+	return nil
+}
+
+// checkRemoved checks that a relinquish removed only values of op.Manager
+// alone (and the lists and maps they emptied), and all of them but those
+// that hold another manager's field.
+func (m Model) checkRemoved(before, after State, op Op, ours *fieldpath.Set, fail func(string, ...interface{}) error) error {
+	bs, err := m.contentSet(before.Object)
+	if err != nil {
+		return err
+	}
+	as, err := m.contentSet(after.Object)
+	if err != nil {
+		return err
+	}
+	others := fieldpath.NewSet()
+	for _, e := range before.Owners {
+		if e.Manager != op.Manager {
+			others = others.Union(e.Fields)
+		}
+	}
+	alone := ours.Difference(others)
+	removed := bs.Difference(as).Leaves()
+	// A list item or map of op.Manager alone goes whole, with the values
+	// in it that nobody owns (a released field, say), as the apiserver's
+	// own empty apply removes them.
+	owned := before.Owners.Union()
+	bad := fieldpath.NewSet()
+	removed.Difference(alone).Difference(withParents(alone)).Iterate(func(p fieldpath.Path) {
+		if owned.Has(p) || !hasPrefixIn(alone, p) {
+			bad.Insert(p.Copy())
+		}
+	})
+	if !bad.Empty() {
+		return fail("removed values it did not own alone %v", FormatSet(bad))
+	}
+	if kept := alone.Leaves().Intersection(as).Difference(withParents(others)).Difference(holders(others, alone)); !kept.Empty() {
+		return fail("kept values it owned alone %v", FormatSet(kept))
+	}
+	return nil
+}
+
+// contentSet is every field of obj's content (managed fields aside).
+func (m Model) contentSet(obj *unstructured.Unstructured) (*fieldpath.Set, error) {
+	tv, err := m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(obj.Object)})
+	if err != nil {
+		return nil, err
+	}
+	return tv.ToFieldSet()
+}
+
+// sameValues reports an error when a field of set has another value in
+// after than in before.
+func (m Model) sameValues(before, after State, set *fieldpath.Set) error {
+	if set.Empty() {
+		return nil
+	}
+	bt, err := m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(before.Object.Object)})
+	if err != nil {
+		return err
+	}
+	at, err := m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(after.Object.Object)})
+	if err != nil {
+		return err
+	}
+	bv := bt.ExtractItems(set).AsValue().Unstructured()
+	av := at.ExtractItems(set).AsValue().Unstructured()
+	if !equality.Semantic.DeepEqual(bv, av) {
+		return fmt.Errorf("%v", FormatSet(set))
+	}
+	return nil
+}
+
+// valueAt is the value at p in obj, and whether p names one.
+func valueAt(obj map[string]interface{}, p fieldpath.Path) (interface{}, bool) {
+	var cur interface{} = obj
+	for _, pe := range p {
+		next, ok := child(cur, pe)
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}

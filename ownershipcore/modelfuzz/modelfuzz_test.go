@@ -1,0 +1,72 @@
+package modelfuzz
+
+import (
+	"errors"
+	"flag"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+var (
+	seed      = flag.Int64("model-seed", 1, "first sequence's seed; sequence i has seed+i")
+	sequences = flag.Int("model-sequences", 10000, "how many sequences")
+	steps     = flag.Int("model-steps", 20, "steps of each sequence after the object's creation")
+)
+
+// TestModelSequences runs -model-sequences random sequences over the model
+// and fails with the shortest failing one (shrunk), naming its seed.
+func TestModelSequences(t *testing.T) {
+	r, err := NewRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type failure struct {
+		seed  int64
+		steps []Step
+		err   error
+	}
+	var (
+		mu       sync.Mutex
+		failures []failure
+		next     = make(chan int64)
+		wg       sync.WaitGroup
+	)
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				seq := Generate(s, *steps)
+				if err := r.Run(seq); err != nil {
+					mu.Lock()
+					failures = append(failures, failure{seed: s, steps: seq, err: err})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < *sequences; i++ {
+		next <- *seed + int64(i)
+	}
+	close(next)
+	wg.Wait()
+	if len(failures) == 0 {
+		t.Logf("%d sequences of %d steps from seed %d: no invariant broken", *sequences, *steps, *seed)
+		return
+	}
+	best := failures[0]
+	for _, f := range failures {
+		if len(f.steps) < len(best.steps) || (len(f.steps) == len(best.steps) && f.seed < best.seed) {
+			best = f
+		}
+	}
+	best.steps = r.Shrink(best.steps)
+	err = r.Run(best.steps)
+	var fail *Failure
+	if !errors.As(err, &fail) {
+		err = best.err
+	}
+	t.Fatalf("%d of %d sequences failed; the shortest, from seed %d (-model-seed %d -model-sequences 1 -model-steps %d replays it), shrunk to %d steps:\n%s%v",
+		len(failures), *sequences, best.seed, best.seed, *steps, len(best.steps), Format(best.steps), err)
+}

@@ -1,0 +1,198 @@
+package ownershipcore
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Model computes the operations of the ownership core as pure functions of
+// a State, with the apiserver's own field manager code
+// (managedfields.NewDefaultFieldManager) over Schema's types. It sends
+// nothing; Applier.Commit writes a state.
+type Model struct {
+	// Schema gives the types (list and map semantics) of the objects.
+	Schema *Schema
+}
+
+// Model is the model over the Applier's schema.
+func (a *Applier) Model() Model { return Model{Schema: a.Schema} }
+
+// Apply is Server-Side Apply of intent (a partial object of s's kind and
+// version) by manager, with or without force, as the apiserver computes it.
+// A conflict is returned as the apiserver's 409 (apierrors.IsConflict); an
+// invalid intent as the field manager's error.
+func (m Model) Apply(s State, intent *unstructured.Unstructured, manager string, force bool) (State, error) {
+	return m.run(s, manager, func(obj runtime.Object) (runtime.Object, error) {
+		fm, err := m.Schema.FieldManager(s.Object.GroupVersionKind())
+		if err != nil {
+			return nil, err
+		}
+		return fm.Apply(obj, intent.DeepCopy(), manager, force)
+	})
+}
+
+// Update is an update of the object to next's content by manager (an
+// imperative write: a patch or a PUT), as the apiserver records it: the
+// fields it changes become manager's (Update entry), taken from whoever
+// owned them. When next carries managed fields, they replace the state's
+// first, as the apiserver lets a request set them (SSA docs, "Using Update
+// to change managed fields").
+func (m Model) Update(s State, next *unstructured.Unstructured, manager string) (State, error) {
+	return m.run(s, manager, func(obj runtime.Object) (runtime.Object, error) {
+		fm, err := m.Schema.FieldManager(s.Object.GroupVersionKind())
+		if err != nil {
+			return nil, err
+		}
+		return fm.Update(obj, next.DeepCopy(), manager)
+	})
+}
+
+// run runs one operation of the field manager over s's encoded object.
+// Entries of another version whose paths agree with the object's
+// (s.SamePaths) are given the object's version for the operation and their
+// own back after it: the apiserver converts them with an identity
+// conversion too (CRD conversion strategy None).
+func (m Model) run(s State, manager string, op func(runtime.Object) (runtime.Object, error)) (State, error) {
+	if err := s.comparable(); err != nil {
+		return State{}, err
+	}
+	obj, err := s.Encoded()
+	if err != nil {
+		return State{}, err
+	}
+	version := s.Object.GetAPIVersion()
+	restore := map[ManagerKey]string{}
+	if s.otherVersions() {
+		entries := obj.GetManagedFields()
+		seen := map[ManagerKey]bool{}
+		for i, e := range entries {
+			if e.Subresource == "" && e.APIVersion != version {
+				restore[ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
+				entries[i].APIVersion = version
+			}
+			key := ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
+			if seen[key] {
+				return State{}, fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
+			}
+			seen[key] = true
+		}
+		obj.SetManagedFields(entries)
+	}
+	res, err := op(obj)
+	if err != nil {
+		return State{}, err
+	}
+	out, ok := res.(*unstructured.Unstructured)
+	if !ok {
+		return State{}, fmt.Errorf("field manager returned %T", res)
+	}
+	owners, err := Owners(out)
+	if err != nil {
+		return State{}, err
+	}
+	for i, e := range owners {
+		key := e.ManagerKey
+		key.APIVersion = version
+		if v, ok := restore[key]; ok && e.Manager != manager && e.Subresource == "" {
+			owners[i].APIVersion = v
+		}
+	}
+	return State{Object: out, Owners: owners, SamePaths: s.SamePaths}, nil
+}
+
+// Predict checks that a write of after as an imperative request by manager
+// (Commit's JSON patch, which sets the content and the managed fields
+// together) is recorded by the apiserver's own field manager as after: no
+// field changes owner, no entry appears or goes, but as planned. It returns
+// ErrUnpredictable (wrapped, with the difference) otherwise.
+func (m Model) Predict(before, after State, manager string) error {
+	next, err := after.Encoded()
+	if err != nil {
+		return err
+	}
+	if len(next.GetManagedFields()) == 0 {
+		// No entry at all reads as "keep the live ones": the write sends
+		// one empty entry, which clears them (SSA docs, "Clearing
+		// managedFields").
+		next.SetManagedFields([]metav1.ManagedFieldsEntry{{}})
+	}
+	got, err := m.Update(before, next, manager)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnpredictable, err)
+	}
+	if diff := Diff(after, got); diff != "" {
+		return fmt.Errorf("%w: the apiserver would record the write otherwise (%s)", ErrUnpredictable, diff)
+	}
+	return nil
+}
+
+// Diff describes how two states differ in content or managed fields
+// (entries compared by key, in any order, times aside); "" when they agree.
+// Server-set metadata (resourceVersion, generation, uid,
+// creationTimestamp) is left out.
+func Diff(want, got State) string {
+	var out []string
+	wc, gc := comparableContent(want.Object), comparableContent(got.Object)
+	if !equality.Semantic.DeepEqual(wc, gc) {
+		out = append(out, "content differs")
+	}
+	w, g := entryMap(want.Owners), entryMap(got.Owners)
+	var keys []string
+	all := map[ManagerKey]bool{}
+	for k := range w {
+		all[k] = true
+	}
+	for k := range g {
+		all[k] = true
+	}
+	for k := range all {
+		ws, gs := w[k], g[k]
+		switch {
+		case ws == nil:
+			keys = append(keys, fmt.Sprintf("unplanned entry %s %v", k, FormatSet(gs)))
+		case gs == nil:
+			keys = append(keys, fmt.Sprintf("missing entry %s", k))
+		case !ws.Equals(gs):
+			keys = append(keys, fmt.Sprintf("entry %s: lacks %v, has besides %v", k, FormatSet(ws.Difference(gs)), FormatSet(gs.Difference(ws))))
+		}
+	}
+	sort.Strings(keys)
+	return strings.Join(append(out, keys...), "; ")
+}
+
+// entryMap keys the non-empty entries (the apiserver drops empty ones).
+func entryMap(owners ManagedFields) map[ManagerKey]*fieldpath.Set {
+	out := map[ManagerKey]*fieldpath.Set{}
+	for _, e := range owners {
+		if e.Fields.Empty() {
+			continue
+		}
+		k := e.ManagerKey
+		if prev, ok := out[k]; ok {
+			out[k] = prev.Union(e.Fields)
+			continue
+		}
+		out[k] = e.Fields
+	}
+	return out
+}
+
+// comparableContent is obj's content without managed fields and
+// server-set metadata.
+func comparableContent(obj *unstructured.Unstructured) map[string]interface{} {
+	c := (&unstructured.Unstructured{Object: WithoutManagedFields(obj.Object)}).DeepCopy()
+	for _, f := range []string{"resourceVersion", "generation", "uid", "creationTimestamp"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	if md, ok := c.Object["metadata"].(map[string]interface{}); ok && len(md) == 0 {
+		delete(c.Object, "metadata")
+	}
+	return c.Object
+}
