@@ -119,6 +119,17 @@ WORKERS ?= 4
 fuzz: control-plane ## Run N random ownership sequences from SEED (test/invariants): make fuzz SEED=42 N=2000.
 	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariants$$' ./test/invariants/ -args -seed=$(SEED) -sequences=$(N) -workers=$(WORKERS) -shrink=10
 
+# The model fuzzer (ownershipcore/modelfuzz): random sequences over the
+# ownership core's model alone, no apiserver. `make test` runs 10,000 of 8
+# steps; `make fuzz-model` runs N (default 100,000) of STEPS (default 12)
+# from SEED on every core and prints the shortest failing sequence, shrunk.
+STEPS ?= 12
+
+.PHONY: fuzz-model
+fuzz-model: ## Run N random sequences over the ownership model alone (default 100000, STEPS=12): make fuzz-model SEED=42 N=100000.
+	GOGC=$(TEST_GOGC) go test -count=1 -timeout 0 -v -run '^TestModelSequences$$' ./ownershipcore/modelfuzz/ -args -model-seed=$(SEED) \
+	  -model-sequences=$(if $(filter command line environment,$(origin N)),$(N),100000) -model-steps=$(STEPS)
+
 .PHONY: fuzz-faults
 fuzz-faults: control-plane ## The same with 25% of fieldops' writes failing during each step, half after the apiserver did them: make fuzz-faults SEED=42 N=500.
 	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariantsUnderFaults$$' ./test/invariants/ -args -fault-seed=$(SEED) -fault-sequences=$(N) -workers=$(WORKERS) -shrink=10

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // OpKind names an operation of the model.
@@ -69,7 +70,15 @@ func (m Model) Check(before, after State, op Op) error {
 	// Values are compared on the fields that hold one (scalars, atomic
 	// lists and maps, set items): owning a list or map that holds other
 	// fields, or is empty, is owning its presence, not the fields in it.
-	bs, err := m.contentSet(before.Object)
+	bt, err := m.typedContent(before.Object)
+	if err != nil {
+		return err
+	}
+	at, err := m.typedContent(after.Object)
+	if err != nil {
+		return err
+	}
+	bs, err := bt.ToFieldSet()
 	if err != nil {
 		return err
 	}
@@ -79,6 +88,7 @@ func (m Model) Check(before, after State, op Op) error {
 			valueLeaves.Insert(p.Copy())
 		}
 	})
+	kept := fieldpath.NewSet()
 	for _, e := range before.Owners {
 		if e.Manager == op.Manager {
 			continue
@@ -90,9 +100,10 @@ func (m Model) Check(before, after State, op Op) error {
 		if lost := e.Fields.Difference(now).Difference(taken); !lost.Empty() {
 			return fail("%s lost %v", e.ManagerKey, FormatSet(lost))
 		}
-		if err := m.sameValues(before, after, e.Fields.Intersection(now).Difference(taken).Intersection(valueLeaves)); err != nil {
-			return fail("a value of %s changed: %v", e.ManagerKey, err)
-		}
+		kept = kept.Union(e.Fields.Intersection(now))
+	}
+	if err := sameValues(bt, at, kept.Difference(taken).Intersection(valueLeaves)); err != nil {
+		return fail("a value another manager owns changed: %v", err)
 	}
 	if hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object)) {
 		return fail("a null appeared")
@@ -106,13 +117,13 @@ func (m Model) Check(before, after State, op Op) error {
 		if hasEntry(after.Owners, op.Manager) {
 			return fail("an entry of %q is left", op.Manager)
 		}
-		return m.checkRemoved(before, after, op, before.ours(op.Manager), fail)
+		return checkRemoved(bs, at, before, op, before.ours(op.Manager), fail)
 	case OpDrop:
 		kept := after.ours(op.Manager)
 		if left := kept.Intersection(op.Fields).Difference(withParents(kept.Difference(op.Fields))); !left.Empty() {
 			return fail("kept dropped fields %v", FormatSet(left))
 		}
-		return m.checkRemoved(before, after, op, before.ours(op.Manager).Intersection(op.Fields), fail)
+		return checkRemoved(bs, at, before, op, before.ours(op.Manager).Intersection(op.Fields), fail)
 	}
 	switch op.Kind {
 	case OpHandBack:
@@ -136,12 +147,8 @@ func (m Model) Check(before, after State, op Op) error {
 // checkRemoved checks that a relinquish removed only values of op.Manager
 // alone (and the lists and maps they emptied), and all of them but those
 // that hold another manager's field.
-func (m Model) checkRemoved(before, after State, op Op, ours *fieldpath.Set, fail func(string, ...interface{}) error) error {
-	bs, err := m.contentSet(before.Object)
-	if err != nil {
-		return err
-	}
-	as, err := m.contentSet(after.Object)
+func checkRemoved(bs *fieldpath.Set, at *typed.TypedValue, before State, op Op, ours *fieldpath.Set, fail func(string, ...interface{}) error) error {
+	as, err := at.ToFieldSet()
 	if err != nil {
 		return err
 	}
@@ -174,31 +181,33 @@ func (m Model) checkRemoved(before, after State, op Op, ours *fieldpath.Set, fai
 
 // contentSet is every field of obj's content (managed fields aside).
 func (m Model) contentSet(obj *unstructured.Unstructured) (*fieldpath.Set, error) {
-	tv, err := m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(obj.Object)})
+	tv, err := m.typedContent(obj)
 	if err != nil {
 		return nil, err
 	}
 	return tv.ToFieldSet()
 }
 
+// typedContent is obj's content (managed fields aside) as a typed value.
+func (m Model) typedContent(obj *unstructured.Unstructured) (*typed.TypedValue, error) {
+	return m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(obj.Object)})
+}
+
 // sameValues reports an error when a field of set has another value in
-// after than in before.
-func (m Model) sameValues(before, after State, set *fieldpath.Set) error {
+// after (at) than in before (bt).
+func sameValues(bt, at *typed.TypedValue, set *fieldpath.Set) error {
 	if set.Empty() {
 		return nil
 	}
-	bt, err := m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(before.Object.Object)})
+	// Compared as typed values: the order of a map or set list's items
+	// is not a value (an apply may reorder them).
+	set = withItemKeys(set)
+	cmp, err := bt.ExtractItems(set).Compare(at.ExtractItems(set))
 	if err != nil {
 		return err
 	}
-	at, err := m.Schema.ToTyped(&unstructured.Unstructured{Object: WithoutManagedFields(after.Object.Object)})
-	if err != nil {
-		return err
-	}
-	bv := bt.ExtractItems(set).AsValue().Unstructured()
-	av := at.ExtractItems(set).AsValue().Unstructured()
-	if !equality.Semantic.DeepEqual(bv, av) {
-		return fmt.Errorf("%v", FormatSet(set))
+	if !cmp.IsSame() {
+		return fmt.Errorf("%v", FormatSet(cmp.Modified.Union(cmp.Removed).Union(cmp.Added)))
 	}
 	return nil
 }
@@ -214,4 +223,22 @@ func valueAt(obj map[string]interface{}, p fieldpath.Path) (interface{}, bool) {
 		cur = next
 	}
 	return cur, true
+}
+
+// withItemKeys is set with the key fields of every map list item its paths
+// go through (an extracted item needs its keys).
+func withItemKeys(set *fieldpath.Set) *fieldpath.Set {
+	out := set.Copy()
+	set.Iterate(func(p fieldpath.Path) {
+		for i, pe := range p {
+			if pe.Key == nil {
+				continue
+			}
+			for _, k := range *pe.Key {
+				name := k.Name
+				out.Insert(append(p[:i+1].Copy(), fieldpath.PathElement{FieldName: &name}))
+			}
+		}
+	})
+	return out
 }

@@ -118,7 +118,9 @@ func (m Model) defaulted(before, after, got State) State {
 	if extra.Empty() || !extra.Intersection(got.Owners.Union()).Empty() {
 		return got
 	}
-	if m.sameValues(before, got, extra.Leaves()) != nil {
+	bt, err1 := m.typedContent(before.Object)
+	gt, err2 := m.typedContent(got.Object)
+	if err1 != nil || err2 != nil || sameValues(bt, gt, extra.Leaves()) != nil {
 		return got
 	}
 	content, err := m.removeValues(got.Object, extra, got.Owners.Union())

@@ -11,7 +11,7 @@ import (
 var (
 	seed      = flag.Int64("model-seed", 1, "first sequence's seed; sequence i has seed+i")
 	sequences = flag.Int("model-sequences", 10000, "how many sequences")
-	steps     = flag.Int("model-steps", 20, "steps of each sequence after the object's creation")
+	steps     = flag.Int("model-steps", 8, "steps of each sequence after the object's creation")
 )
 
 // TestModelSequences runs -model-sequences random sequences over the model

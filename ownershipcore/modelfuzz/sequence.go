@@ -62,7 +62,11 @@ var (
 // Generate makes a sequence of steps from seed: the object is created by
 // an apply of another manager, then steps steps follow.
 func Generate(seed int64, steps int) []Step {
-	r := rand.New(rand.NewSource(seed))
+	return GenerateFrom(rand.New(rand.NewSource(seed)), steps)
+}
+
+// GenerateFrom is Generate drawing from r.
+func GenerateFrom(r *rand.Rand, steps int) []Step {
 	out := []Step{{Kind: OtherApply, Manager: appliers[0], Object: randomIntent(r), Force: true}}
 	for len(out) < steps+1 {
 		switch n := r.Intn(12); {
@@ -294,14 +298,14 @@ func (r *Runner) apply(w *world, s Step) error {
 			return err
 		}
 	}
-	next, err := m.Apply(w.state, intent, manager, false)
-	if apierrors.IsConflict(err) {
-		if s.Force {
-			ledger.Record(w.state.Owners, set, manager)
-			next, err = m.Apply(w.state, intent, manager, true)
-		} else {
-			next, err = r.yield(w, intent, manager)
-		}
+	// The previous owners are recorded before the write (a forced apply
+	// and one without conflicts record the same).
+	var next ownershipcore.State
+	if s.Force {
+		ledger.Record(w.state.Owners, set, manager)
+		next, err = m.Apply(w.state, intent, manager, true)
+	} else if next, err = m.Apply(w.state, intent, manager, false); apierrors.IsConflict(err) {
+		next, err = r.yield(w, intent, manager)
 	} else if err == nil {
 		ledger.Record(w.state.Owners, set, manager)
 	}
