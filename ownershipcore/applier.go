@@ -161,12 +161,30 @@ func (a *Applier) freshReader() client.Reader {
 }
 
 // Apply applies desired (a partial object: apiVersion, kind, name,
-// namespace and the fields of the intent) under opts.FieldManager.
+// namespace and the fields of the intent) under opts.FieldManager, in
+// three steps over the model (Model), each a pure function of the object
+// as read:
 //
-// Conflicts are resolved by opts.Conflicts: yielded fields are dropped from
-// the intent, forced ones taken; any failed one aborts with a
-// *ConflictError and Action Conflicted. Errors from the apiserver are
-// returned wrapped; a missing kind wraps ErrUnknownKind.
+//  1. Drop: what the intent no longer holds of manager's Apply entry goes
+//     first, in one guarded write (Commit), so the apply itself removes
+//     nothing another manager holds (SSA removes a dropped list item or
+//     map with every field in it: kubernetes-sigs/structured-merge-diff
+//     issue 335; and leaves an emptied map null, which a custom resource's
+//     schema refuses: kubernetes/kubernetes issue 103011).
+//  2. Decide: the apply is run locally with the apiserver's own field
+//     manager; conflicts go to opts.Conflicts (yielded fields leave the
+//     intent, forced ones are taken); an apply that changes nothing is not
+//     sent (steady state costs no request).
+//  3. Send: one server-side apply, so admission runs. A forced apply
+//     carries the resourceVersion it was decided on (SSA docs: a
+//     resourceVersion in an apply configuration is a precondition), so
+//     fields are taken only from the owners the decision saw.
+//
+// A write refused because the object moved on (ErrStale) is decided again
+// from a fresh read, a few times at most. Conflicts the apiserver alone
+// reports (entries of another version) are resolved once more. A failed
+// conflict aborts with a *ConflictError and Action Conflicted. Errors from
+// the apiserver are returned wrapped; a missing kind wraps ErrUnknownKind.
 func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts ApplyOptions) (Result, error) {
 	if opts.FieldManager == "" {
 		return Result{}, errors.New("apply: field manager is required")
@@ -181,180 +199,179 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			return Result{}, err
 		}
 	}
-	if opts.UID != "" && (live == nil || live.GetUID() != opts.UID) {
-		return Result{}, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
-	}
 	var res Result
-	force, emptied, shielded := false, false, false
-	// At most three times: conflicts found locally (or by the server, when
-	// the cache was stale) are resolved, then those the server alone saw
-	// (entries of another version), then the apply is final.
-	for attempt := 0; ; attempt++ {
-		var conflictErr error
-		var merged *unstructured.Unstructured
-		if live != nil {
-			var changed bool
-			changed, merged, err = a.wouldChange(live, intent, opts.FieldManager, force)
-			switch {
-			case err == nil && !changed:
-				res.Action, res.Object = ActionUnchanged, live
-				if emptied {
-					res.Action = ActionConfigured // the removal wrote
-				}
-				return res, nil
-			case err != nil && apierrors.IsConflict(err):
-				conflictErr = err
-			case err != nil:
-				// An intent the apiserver's field manager refuses
-				// (duplicate list-map keys, a wrong type) is never
-				// sent: the request could only fail.
-				if invalid := a.invalidIntent(intent, err); invalid != nil {
-					return res, fmt.Errorf("apply %s: %w", describe(intent), invalid)
-				}
-			}
+	for attempt := 0; attempt < commitAttempts; attempt++ {
+		res, err = a.applyOnce(ctx, intent, live, opts)
+		if !errors.Is(err, ErrStale) {
+			break
 		}
-		if conflictErr == nil {
-			out := intent.DeepCopy()
-			if opts.UID != "" {
-				out.SetUID(opts.UID)
-			}
-			applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
-			if force {
-				applyOpts = append(applyOpts, client.ForceOwnership)
-			}
-			if opts.DryRun {
-				applyOpts = append(applyOpts, client.DryRunAll)
-			}
-			if live != nil && !opts.DryRun && !shielded {
-				// Once, before the first write: what the intent drops
-				// must not take another manager's field with it.
-				shielded = true
-				if live, err = a.shieldDropped(ctx, intent, live, opts.FieldManager); err != nil {
-					return res, fmt.Errorf("apply %s: %w", describe(intent), err)
-				}
-			}
-			if force && !opts.DryRun && opts.BeforeForce != nil {
-				if err := opts.BeforeForce(ctx, res.Forced); err != nil {
-					return res, fmt.Errorf("apply %s: %w", describe(intent), err)
-				}
-			}
-			err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), applyOpts...)
-			if err == nil {
-				res.Object = out
-				switch {
-				case live == nil:
-					res.Action = ActionCreated
-				case opts.DryRun && sameObject(live, out):
-					// A dry run keeps the resourceVersion either way.
-					res.Action = ActionUnchanged
-				case !opts.DryRun && live.GetResourceVersion() == out.GetResourceVersion():
-					res.Action = ActionUnchanged
-				default:
-					res.Action = ActionConfigured
-				}
-				return res, nil
-			}
-			if isUIDMismatch(err) {
-				return res, fmt.Errorf("apply %s: %w", describe(intent), ErrTargetGone)
-			}
-			if apierrors.IsInvalid(err) && !emptied && !opts.DryRun && live != nil {
-				// The apply removes the last keys of a map another manager
-				// owns: structured-merge-diff leaves it null, which a
-				// custom resource's schema refuses (kubernetes/kubernetes
-				// issues 103011, 117447). Those keys go first, in one
-				// guarded JSON patch, and the apply is decided again.
-				// With entries of other versions, which the local result
-				// left out, only keys manager owns alone on live go; when
-				// the map's owner is such an entry, the local result drops
-				// the map rather than leaving it null, and the keys are
-				// found from ownership (droppedMapKeys). Ownership is
-				// compared across versions only when they share field
-				// paths (sameFieldPaths): else nothing goes, and the
-				// apiserver's refusal stands.
-				var ops []map[string]interface{}
-				otherVersions := withEntriesOfVersion(live, intent.GetAPIVersion()) != live
-				comparable := !otherVersions || a.sameFieldPaths(ctx, live, intent.GetAPIVersion())
-				if merged != nil && comparable {
-					ops = emptiedMaps(live.Object, merged.Object)
-				}
-				if len(ops) > 0 && otherVersions && !ownedAlone(live, opts.FieldManager, ops) {
-					ops = nil
-				}
-				if len(ops) == 0 && otherVersions && comparable {
-					if fields, ferr := a.FieldSet(intent); ferr == nil {
-						ops = droppedMapKeys(live, fields, opts.FieldManager)
-					}
-				}
-				if len(ops) > 0 {
-					emptied = true
-					if live, err = a.removeEmptied(ctx, live, ops, opts.FieldManager); err != nil {
-						return res, fmt.Errorf("apply %s: %w", describe(intent), err)
-					}
-					attempt--
-					continue
-				}
-			}
-			if !apierrors.IsConflict(err) {
-				return res, fmt.Errorf("apply %s: %w", describe(intent), err)
-			}
-			conflictErr = err
-		}
-		// A second round of conflicts comes from the apiserver after the
-		// local ones were yielded: conflicts with entries of another
-		// version, which the local decision leaves out. They are resolved
-		// too, once; a forced apply has no field conflicts left.
-		if attempt > 1 || force {
-			return res, fmt.Errorf("apply %s: %w", describe(intent), conflictErr)
-		}
-		intent, force, err = a.resolve(ctx, &res, intent, live, opts, conflictErr)
-		if err != nil {
-			res.Action, res.Object = ActionConflicted, live
+		if live, err = a.GetFresh(ctx, intent); err != nil {
 			return res, err
+		}
+	}
+	if err != nil && !errors.As(err, new(*ConflictError)) {
+		return res, fmt.Errorf("apply %s: %w", describe(intent), err)
+	}
+	return res, err
+}
+
+// applyOnce is one Drop, Decide and Send from live (nil: no object).
+func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unstructured, opts ApplyOptions) (Result, error) {
+	var res Result
+	if opts.UID != "" && (live == nil || live.GetUID() != opts.UID) {
+		return res, ErrTargetGone
+	}
+	if live == nil {
+		return a.send(ctx, &res, intent, nil, false, opts)
+	}
+	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
+	if err != nil {
+		return res, err
+	}
+	dropped := false
+	if !opts.DryRun {
+		if s, dropped, err = a.dropFirst(ctx, s, intent, opts.FieldManager); err != nil {
+			return res, err
+		}
+	}
+	intent, force, unchanged, err := a.decide(ctx, &res, s, intent, opts)
+	if err != nil {
+		res.Object = s.Object
+		return res, err
+	}
+	if unchanged {
+		res.Action, res.Object = ActionUnchanged, s.Object
+		if dropped {
+			res.Action = ActionConfigured // the drop wrote
+		}
+		return res, nil
+	}
+	return a.send(ctx, &res, intent, s.Object, force, opts)
+}
+
+// dropFirst commits Model.Drop of intent on s (see Apply), and returns the
+// state after it and whether it wrote. With entries of another version
+// whose paths may differ the drop cannot be predicted: nothing is written
+// and the apiserver's apply drops the fields itself.
+func (a *Applier) dropFirst(ctx context.Context, s State, intent *unstructured.Unstructured, manager string) (State, bool, error) {
+	next, _, err := a.Model().Drop(s, intent, manager)
+	if errors.Is(err, ErrUnpredictable) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, err
+	}
+	if Diff(s, next) == "" {
+		return s, false, nil
+	}
+	got, err := a.Commit(ctx, s, next, manager)
+	if err != nil {
+		return s, false, err
+	}
+	got.Object.SetAPIVersion(intent.GetAPIVersion())
+	return got, true, nil
+}
+
+// decide runs the apply of intent on s locally (Model.Apply, or ApplyView
+// when s's entries of other versions may name other paths): it returns the
+// intent without the fields the strategy yields, whether to force, and
+// whether the apply would change nothing. An intent the apiserver's field
+// manager refuses (duplicate list-map keys, a wrong type) is an error,
+// never sent.
+func (a *Applier) decide(ctx context.Context, res *Result, s State, intent *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, bool, bool, error) {
+	m := a.Model()
+	view := s.View()
+	next, err := m.Apply(view, intent, opts.FieldManager, false)
+	force := false
+	if apierrors.IsConflict(err) {
+		if intent, force, err = a.resolve(ctx, res, intent, s.Object, opts, err); err != nil {
+			res.Action = ActionConflicted
+			return nil, false, false, err
+		}
+		next, err = m.Apply(view, intent, opts.FieldManager, force)
+	}
+	if err != nil {
+		if invalid := a.invalidIntent(intent, err); invalid != nil {
+			return nil, false, false, invalid
+		}
+		return intent, force, false, nil // left to the apiserver
+	}
+	return intent, force, Diff(view, next) == "", nil
+}
+
+// send sends the server-side apply of intent (decided on live; nil: no
+// object) and resolves once more the conflicts the apiserver alone
+// reports. A forced apply is guarded by live's resourceVersion: refused,
+// it returns ErrStale.
+func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructured.Unstructured, force bool, opts ApplyOptions) (Result, error) {
+	for round := 0; ; round++ {
+		out := intent.DeepCopy()
+		if opts.UID != "" {
+			out.SetUID(opts.UID)
+		}
+		applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
+		if force {
+			applyOpts = append(applyOpts, client.ForceOwnership)
+			if live != nil {
+				out.SetResourceVersion(live.GetResourceVersion())
+			}
+		}
+		if opts.DryRun {
+			applyOpts = append(applyOpts, client.DryRunAll)
+		} else if force && opts.BeforeForce != nil {
+			if err := opts.BeforeForce(ctx, res.Forced); err != nil {
+				return *res, err
+			}
+		}
+		err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), applyOpts...)
+		switch {
+		case err == nil:
+			res.Object, res.Action = out, appliedAction(live, out, opts.DryRun)
+			return *res, nil
+		case isUIDMismatch(err):
+			return *res, ErrTargetGone
+		case isStaleApply(err):
+			return *res, fmt.Errorf("%w: %v", ErrStale, err)
+		case !apierrors.IsConflict(err) || force || round > 0:
+			return *res, err
+		}
+		// Conflicts the local decision could not see (entries of another
+		// version, a cached copy behind the apiserver).
+		if intent, force, err = a.resolve(ctx, res, intent, live, opts, err); err != nil {
+			res.Action, res.Object = ActionConflicted, live
+			return *res, err
 		}
 	}
 }
 
-// shieldDropped hands to their owners the list items and maps that
-// manager's Apply entry holds and intent drops, when another manager owns a
-// field in them: the apiserver removes a list item or map its applier
-// drops with every field in it, another manager's too (an Update entry
-// that set a field of the item owns that field, not the item; SSA docs,
-// "Field management"; test/invariants seed 7200016), as it does for an
-// empty apply (see relinquishOnce). It returns the object after the
-// hand-off (one guarded patch of managed fields, values untouched), or
-// live when nothing needed it. Entries of another version are compared
-// only when their paths agree (SameFieldPaths).
-func (a *Applier) shieldDropped(ctx context.Context, intent, live *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	owners, err := Owners(live)
-	if err != nil {
-		return nil, err
+// appliedAction is what an apply that succeeded did.
+func appliedAction(live, out *unstructured.Unstructured, dryRun bool) Action {
+	switch {
+	case live == nil:
+		return ActionCreated
+	case dryRun && sameObject(live, out):
+		return ActionUnchanged // a dry run keeps the resourceVersion either way
+	case !dryRun && live.GetResourceVersion() == out.GetResourceVersion():
+		return ActionUnchanged
 	}
-	ours := owners.Applied(manager)
-	if ours == nil {
-		return live, nil
+	return ActionConfigured
+}
+
+// isStaleApply reports an apply refused by its resourceVersion
+// precondition: a 409 that names no field manager conflict.
+func isStaleApply(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !errors.As(err, &status) {
+		return false
 	}
-	fields, err := a.FieldSet(intent)
-	if err != nil {
-		return nil, err
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == metav1.CauseTypeFieldManagerConflict {
+				return false
+			}
+		}
 	}
-	dropped := ours.Fields.Difference(fields)
-	if dropped.Empty() {
-		return live, nil
-	}
-	shield := holders(owners.others(manager), dropped)
-	if shield.Empty() || !a.sameFieldPaths(ctx, live, intent.GetAPIVersion()) {
-		return live, nil
-	}
-	ref := intent.DeepCopy()
-	ref.SetUID(live.GetUID())
-	_, handed, err := a.HandBackFrom(ctx, ref, live, manager, holderOwners(owners, manager, shield))
-	if err != nil {
-		return nil, err
-	}
-	if handed == nil || handed.GetResourceVersion() == "" {
-		return live, nil
-	}
-	return handed, nil
+	return true
 }
 
 // resolve asks the strategy about the conflicts in err and returns the
@@ -366,7 +383,7 @@ func (a *Applier) resolve(ctx context.Context, res *Result, intent, live *unstru
 	}
 	conflicts, ok := conflictsFrom(err, fields)
 	if !ok {
-		return nil, false, fmt.Errorf("apply %s: %w", describe(intent), err)
+		return nil, false, err
 	}
 	strategy := opts.Conflicts
 	if strategy == nil {
@@ -412,47 +429,6 @@ func (a *Applier) resolve(ctx context.Context, res *Result, intent, live *unstru
 		}
 	}
 	return intent, len(res.Forced) > 0, nil
-}
-
-// wouldChange runs the apiserver's field manager over a copy of live and
-// reports whether the result differs from live in content or in managed
-// fields (times aside). A conflict is returned as the apiserver's 409.
-func (a *Applier) wouldChange(live, intent *unstructured.Unstructured, manager string, force bool) (bool, *unstructured.Unstructured, error) {
-	fm, err := a.Schema.FieldManager(intent.GroupVersionKind())
-	if err != nil {
-		return true, nil, err
-	}
-	// Entries of other versions (a CRD served in several, an HPA's
-	// autoscaling/v1 and v2) need a conversion the local field manager
-	// cannot make; structured-merge-diff then fails the apply (or drops
-	// them), and every reconcile would send an apply the apiserver finds
-	// unchanged. They are left out of the decision: a conflict with one of
-	// them is the apiserver's to report (a 409, resolved as any other).
-	base := withEntriesOfVersion(live, intent.GetAPIVersion())
-	in := base.DeepCopy()
-	if base != live && len(base.GetManagedFields()) == 0 {
-		// Every entry was of another version. With no managed fields at
-		// all, the field manager takes the object for one never applied
-		// and gives all its fields to an invented "before-first-apply"
-		// entry (apimachinery's skipNonAppliedManager): the result then
-		// always differs, and conflicts name a manager that does not
-		// exist (test/invariants seed 3000197 with targets in v2). An
-		// entry that owns nothing stands in for the others: it is
-		// dropped from the result, as every empty entry is.
-		in.SetManagedFields([]metav1.ManagedFieldsEntry{{
-			Manager: "fieldops-other-versions", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: intent.GetAPIVersion(), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")},
-		}})
-	}
-	out, err := fm.Apply(in, intent.DeepCopy(), manager, force)
-	if err != nil {
-		return true, nil, err
-	}
-	merged, ok := out.(*unstructured.Unstructured)
-	if !ok {
-		return true, nil, fmt.Errorf("field manager returned %T", out)
-	}
-	return !sameObject(base, merged), merged, nil
 }
 
 // withEntriesOfVersion is obj, or a shallow copy of it whose managedFields

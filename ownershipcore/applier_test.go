@@ -292,7 +292,7 @@ func TestRelinquishFromCopy(t *testing.T) {
 				applyAs(t, a.Client, "rival", cm(name, ", data: {added: x}"))
 			}
 			w, r := n.writes.Load(), n.reads.Load()
-			if _, err := a.RelinquishFrom(ctx, ref, copy, "fp"); err != nil {
+			if _, _, err := a.LetGo(ctx, ref, copy, "fp", ownershipcore.LetGo{Relinquish: true}); err != nil {
 				t.Fatal(err)
 			}
 			if dw, dr := n.writes.Load()-w, n.reads.Load()-r; dw != tc.writes || dr != tc.reads {
@@ -338,7 +338,7 @@ spec:
 `)
 	copy := get(t, a.Client, ref)
 	w, r := n.writes.Load(), n.reads.Load()
-	if _, err := a.RelinquishFrom(ctx, ref, copy, "fp"); err != nil {
+	if _, _, err := a.LetGo(ctx, ref, copy, "fp", ownershipcore.LetGo{Relinquish: true}); err != nil {
 		t.Fatal(err)
 	}
 	if dw, dr := n.writes.Load()-w, n.reads.Load()-r; dw != 1 || dr != 0 {

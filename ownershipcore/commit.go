@@ -105,9 +105,10 @@ func isTestFailed(err error) bool {
 	return details == nil || len(details.Causes) == 0
 }
 
-// defaulted is got without the fields that after removed, that got holds
-// with no owner and with before's value: the apiserver's defaulting brought
-// them back (a removed field with a default), which the model leaves to it.
+// defaulted is got without the fields after lacks that got holds with no
+// owner: the apiserver's defaulting or a mutating admission plugin set
+// them (a removed field with a default comes back), which the model leaves
+// to it.
 func (m Model) defaulted(before, after, got State) State {
 	as, err1 := m.contentSet(after.Object)
 	gs, err2 := m.contentSet(got.Object)
@@ -116,11 +117,6 @@ func (m Model) defaulted(before, after, got State) State {
 	}
 	extra := gs.Difference(as)
 	if extra.Empty() || !extra.Intersection(got.Owners.Union()).Empty() {
-		return got
-	}
-	bt, err1 := m.typedContent(before.Object)
-	gt, err2 := m.typedContent(got.Object)
-	if err1 != nil || err2 != nil || sameValues(bt, gt, extra.Leaves()) != nil {
 		return got
 	}
 	content, err := m.removeValues(got.Object, extra, got.Owners.Union())

@@ -36,6 +36,9 @@ type State struct {
 	// such entries make every operation but Release and HandBack
 	// unpredictable.
 	SamePaths bool
+	// setAside says that entries of other versions were left out (View):
+	// the object is not one never applied.
+	setAside bool
 }
 
 // NewState decodes obj (which is not changed) into a State. samePaths is
@@ -86,7 +89,27 @@ func (s State) comparable() error {
 
 // withOwners is s with other managed fields.
 func (s State) withOwners(owners ManagedFields) State {
-	return State{Object: s.Object, Owners: owners, SamePaths: s.SamePaths}
+	return State{Object: s.Object, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}
+}
+
+// View is s for deciding whether an apply would change anything: when
+// entries of other versions may name other paths (a conversion webhook, a
+// built-in kind served in several versions), they are set aside, since the
+// apiserver converts them and the model cannot; a conflict with one of them
+// is the apiserver's to report. Otherwise it is s. A View predicts no
+// write: it only decides whether to send one.
+func (s State) View() State {
+	if s.comparable() == nil {
+		return s
+	}
+	version := s.Object.GetAPIVersion()
+	var owners ManagedFields
+	for _, e := range s.Owners {
+		if e.Subresource != "" || e.APIVersion == "" || e.APIVersion == version {
+			owners = append(owners, e)
+		}
+	}
+	return State{Object: s.Object, Owners: owners, SamePaths: true, setAside: true}
 }
 
 // ours is the union of the fields of every entry of manager on the main

@@ -29,7 +29,7 @@ func (a *Applier) Model() Model { return Model{Schema: a.Schema} }
 // A conflict is returned as the apiserver's 409 (apierrors.IsConflict); an
 // invalid intent as the field manager's error.
 func (m Model) Apply(s State, intent *unstructured.Unstructured, manager string, force bool) (State, error) {
-	return m.run(s, manager, func(obj runtime.Object) (runtime.Object, error) {
+	return m.run(s, manager, func(obj runtime.Object, _ func(*unstructured.Unstructured) error) (runtime.Object, error) {
 		fm, err := m.Schema.FieldManager(s.Object.GroupVersionKind())
 		if err != nil {
 			return nil, err
@@ -45,21 +45,26 @@ func (m Model) Apply(s State, intent *unstructured.Unstructured, manager string,
 // first, as the apiserver lets a request set them (SSA docs, "Using Update
 // to change managed fields").
 func (m Model) Update(s State, next *unstructured.Unstructured, manager string) (State, error) {
-	return m.run(s, manager, func(obj runtime.Object) (runtime.Object, error) {
+	return m.run(s, manager, func(obj runtime.Object, relabel func(*unstructured.Unstructured) error) (runtime.Object, error) {
 		fm, err := m.Schema.FieldManager(s.Object.GroupVersionKind())
 		if err != nil {
 			return nil, err
 		}
-		return fm.Update(obj, next.DeepCopy(), manager)
+		in := next.DeepCopy()
+		if err := relabel(in); err != nil {
+			return nil, err
+		}
+		return fm.Update(obj, in, manager)
 	})
 }
 
-// run runs one operation of the field manager over s's encoded object.
-// Entries of another version whose paths agree with the object's
-// (s.SamePaths) are given the object's version for the operation and their
-// own back after it: the apiserver converts them with an identity
-// conversion too (CRD conversion strategy None).
-func (m Model) run(s State, manager string, op func(runtime.Object) (runtime.Object, error)) (State, error) {
+// run runs one operation of the field manager over s's encoded object
+// (op may relabel an object of its own with relabel). Entries of another
+// version whose paths agree with the object's (s.SamePaths) are given the
+// object's version for the operation and their own back after it: the
+// apiserver converts them with an identity conversion too (CRD conversion
+// strategy None).
+func (m Model) run(s State, manager string, op func(obj runtime.Object, relabel func(*unstructured.Unstructured) error) (runtime.Object, error)) (State, error) {
 	if err := s.comparable(); err != nil {
 		return State{}, err
 	}
@@ -69,23 +74,20 @@ func (m Model) run(s State, manager string, op func(runtime.Object) (runtime.Obj
 	}
 	version := s.Object.GetAPIVersion()
 	restore := map[ManagerKey]string{}
-	if s.otherVersions() {
-		entries := obj.GetManagedFields()
-		seen := map[ManagerKey]bool{}
-		for i, e := range entries {
-			if e.Subresource == "" && e.APIVersion != version {
-				restore[ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
-				entries[i].APIVersion = version
-			}
-			key := ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
-			if seen[key] {
-				return State{}, fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
-			}
-			seen[key] = true
-		}
-		obj.SetManagedFields(entries)
+	relabel := func(u *unstructured.Unstructured) error { return relabelEntries(u, version, restore) }
+	if err := relabel(obj); err != nil {
+		return State{}, err
 	}
-	res, err := op(obj)
+	if s.setAside && len(obj.GetManagedFields()) == 0 {
+		// With no managed fields at all the field manager takes the
+		// object for one never applied and gives every field to an
+		// invented "before-first-apply" manager: an entry that owns
+		// nothing stands in for those set aside (and is dropped from the
+		// result, as every empty entry is).
+		obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "fieldops-other-versions", Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: version, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}})
+	}
+	res, err := op(obj, relabel)
 	if err != nil {
 		return State{}, err
 	}
@@ -104,7 +106,32 @@ func (m Model) run(s State, manager string, op func(runtime.Object) (runtime.Obj
 			owners[i].APIVersion = v
 		}
 	}
-	return State{Object: out, Owners: owners, SamePaths: s.SamePaths}, nil
+	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
+}
+
+// relabelEntries gives u's entries of the main resource in another version
+// than version that version, noting their own in restore. Two entries that
+// would then share a key are unpredictable.
+func relabelEntries(u *unstructured.Unstructured, version string, restore map[ManagerKey]string) error {
+	entries := u.GetManagedFields()
+	changed := false
+	seen := map[ManagerKey]bool{}
+	for i, e := range entries {
+		if e.Subresource == "" && e.APIVersion != "" && e.APIVersion != version {
+			restore[ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
+			entries[i].APIVersion = version
+			changed = true
+		}
+		key := ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
+		if seen[key] {
+			return fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
+		}
+		seen[key] = true
+	}
+	if changed {
+		u.SetManagedFields(entries)
+	}
+	return nil
 }
 
 // Predict checks that a write of after as an imperative request by manager
@@ -113,6 +140,13 @@ func (m Model) run(s State, manager string, op func(runtime.Object) (runtime.Obj
 // field changes owner, no entry appears or goes, but as planned. It returns
 // ErrUnpredictable (wrapped, with the difference) otherwise.
 func (m Model) Predict(before, after State, manager string) error {
+	if equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
+		// A write that changes no value changes no field's owner: the
+		// apiserver keeps the managed fields the request sets (SSA docs,
+		// "Using Update to change managed fields"), entries of other
+		// versions too, which need no conversion then.
+		return nil
+	}
 	next, err := after.Encoded()
 	if err != nil {
 		return err

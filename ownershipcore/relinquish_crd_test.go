@@ -34,7 +34,7 @@ func TestRelinquishEmptiesAnotherManagersMapOnACRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := requests.writes.Load()
-	out, err := a.RelinquishFrom(ctx, intent, res.Object, "fp")
+	out, _, err := a.LetGo(ctx, intent, res.Object, "fp", ownershipcore.LetGo{Relinquish: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +44,9 @@ func TestRelinquishEmptiesAnotherManagersMapOnACRD(t *testing.T) {
 	if got := ownershipcore.FormatSet(out.Removed); !reflect.DeepEqual(got, []string{".spec.params.k"}) {
 		t.Errorf("removed %v, want .spec.params.k", got)
 	}
-	// The refused empty apply and the one patch.
-	if n := requests.writes.Load() - before; n != 2 {
-		t.Errorf("%d writes, want 2", n)
+	// One guarded patch: no empty apply to be refused first.
+	if n := requests.writes.Load() - before; n != 1 {
+		t.Errorf("%d writes, want 1", n)
 	}
 	live := get(t, a.Client, intent)
 	spec, _, _ := unstructured.NestedMap(live.Object, "spec")
@@ -149,9 +149,10 @@ func TestApplyDropsLastKeyOfAnotherManagersMap(t *testing.T) {
 	if !res.Wrote() {
 		t.Errorf("action %s, want a write", res.Action)
 	}
-	// The refused apply, the removal; nothing is left to apply after it.
-	if n := requests.writes.Load() - before; n != 2 {
-		t.Errorf("%d writes, want 2", n)
+	// The removal (Drop) before the apply; nothing is left to apply after
+	// it, and no apply is sent to be refused.
+	if n := requests.writes.Load() - before; n != 1 {
+		t.Errorf("%d writes, want 1", n)
 	}
 	live := get(t, a.Client, obj(t, sprintf(knob, `{}`)))
 	spec, _, _ := unstructured.NestedMap(live.Object, "spec")

@@ -1,7 +1,6 @@
 package ownershipcore
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
@@ -111,68 +110,6 @@ func TestHasNull(t *testing.T) {
 		}
 		if got := hasNull(m); got != tc.want {
 			t.Errorf("hasNull(%s) = %v, want %v", tc.obj, got, tc.want)
-		}
-	}
-}
-
-// emptyNullMaps gives back, as an empty map, a map the local empty apply
-// left null, where it can line the two objects up.
-func TestEmptyNullMaps(t *testing.T) {
-	for _, tc := range []struct{ out, before, want string }{
-		{`{"spec": {"params": null}}`, `{"spec": {"params": {"k": "1"}}}`, `{"spec": {"params": {}}}`},
-		{`{"spec": {"items": [{"name": "x", "params": null}]}}`, `{"spec": {"items": [{"name": "x", "params": {"k": "1"}}]}}`, `{"spec": {"items": [{"name": "x", "params": {}}]}}`},
-		// A list that lost items is not lined up: the null stays.
-		{`{"spec": {"items": [{"params": null}]}}`, `{"spec": {"items": [{"name": "a"}, {"params": {"k": "1"}}]}}`, `{"spec": {"items": [{"params": null}]}}`},
-		// A null where there was no map stays.
-		{`{"spec": {"s": null}}`, `{"spec": {"s": "v"}}`, `{"spec": {"s": null}}`},
-	} {
-		var out, before, want map[string]interface{}
-		for _, p := range []struct {
-			s string
-			m *map[string]interface{}
-		}{{tc.out, &out}, {tc.before, &before}, {tc.want, &want}} {
-			if err := yaml.Unmarshal([]byte(p.s), p.m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		emptyNullMaps(out, before)
-		if !equality.Semantic.DeepEqual(out, want) {
-			t.Errorf("emptyNullMaps(%s, %s) = %v, want %s", tc.out, tc.before, out, tc.want)
-		}
-	}
-}
-
-// emptiedMaps removes every key of a map the local apply left null, by
-// JSON pointer, through maps and lists of the same length.
-func TestEmptiedMaps(t *testing.T) {
-	for _, tc := range []struct {
-		live, merged string
-		want         []string
-	}{
-		{`{"spec": {"params": {"k": "1", "a/b": "2"}, "x": "1"}}`, `{"spec": {"params": null, "x": "1"}}`, []string{"/spec/params/a~1b", "/spec/params/k"}},
-		{`{"spec": {"items": [{"name": "x", "params": {"k": "1"}}]}}`, `{"spec": {"items": [{"name": "x", "params": null}]}}`, []string{"/spec/items/0/params/k"}},
-		// A list that lost items is not lined up; an empty map left null
-		// needs nothing; status and metadata are left alone.
-		{`{"spec": {"items": [{"name": "a"}, {"params": {"k": "1"}}]}}`, `{"spec": {"items": [{"params": null}]}}`, nil},
-		{`{"spec": {"params": {}}}`, `{"spec": {"params": null}}`, nil},
-		{`{"metadata": {"labels": {"a": "1"}}, "status": {"m": {"a": "1"}}}`, `{"metadata": {"labels": null}, "status": {"m": null}}`, nil},
-	} {
-		var live, merged map[string]interface{}
-		if err := yaml.Unmarshal([]byte(tc.live), &live); err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal([]byte(tc.merged), &merged); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, op := range emptiedMaps(live, merged) {
-			if op["op"] != "remove" {
-				t.Errorf("%s: op %v", tc.live, op)
-			}
-			got = append(got, op["path"].(string))
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("emptiedMaps(%s, %s) = %v, want %v", tc.live, tc.merged, got, tc.want)
 		}
 	}
 }

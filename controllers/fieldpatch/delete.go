@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
@@ -120,13 +119,12 @@ func (r *Reconciler) writtenTo(ctx context.Context, applier *ownershipcore.Appli
 }
 
 // giveBack runs the deletion policy on the target ref (which carries the
-// recorded UID), in as few requests as it can (issue 11): the target is
-// read from the target cache (a copy without our entry is read again
-// fresh); the hand-back or release patch is guarded by that copy's UID and
-// resourceVersion, and so is the relinquish's empty apply, which starts
-// from the patch's answer, or from that copy when nothing was patched (a
-// stale copy costs a refused write and a fresh read); it checks its
-// result on the empty apply's answer. One event reports what happened.
+// recorded UID) in one guarded write (ownershipcore.Applier.LetGo): the
+// target is read from the target cache (a copy without our entry is read
+// again fresh), the policy's LetGo is computed from it and committed as
+// one JSON patch guarded by its UID and resourceVersion (a stale copy
+// costs a refused write and a fresh read). One event reports what
+// happened.
 func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string) error {
 	st, policy := obj.PatchStatus(), obj.PatchSpec().DeletionPolicy
 	live, err := applier.Get(ctx, ref)
@@ -156,108 +154,53 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 		return err
 	}
 	ledger.Follow(owners, present, manager)
-	kind := ref.GetKind()
-	var done []string
-	reason := ReasonRelinquished
-	step := func(moved *fieldset.Set, metricStep, format string) {
-		if n := len(patchintent.Leaves(moved)); n > 0 {
-			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
-			done = append(done, fmt.Sprintf(format, n, kind, objectName(ref)))
-		}
-	}
-	if policy != v1alpha1.DeletionPolicyOrphan {
-		// Fields taken and fields added go in one request when they can
-		// (issue 11); otherwise in two steps below.
-		gb, err := applier.GiveBackFrom(ctx, ref, live, manager, r.givePlan(policy, ledger, manager))
-		switch {
-		case err == nil:
-			if policy == v1alpha1.DeletionPolicyRelinquish {
-				step(gb.Moved, metrics.StepRelinquish, "left %d fields the patch took on %s %s in place without an owner")
-			} else {
-				reason = ReasonHandedBack
-				step(gb.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners")
-			}
-			if n := len(patchintent.Leaves(gb.Removed)); n > 0 {
-				metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
-				done = append(done, fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the %d fields the patch added were removed", manager, kind, objectName(ref), n))
-			}
-			r.reportGiveBack(obj, reason, done)
-			return nil
-		case !errors.Is(err, ownershipcore.ErrNoOneStep):
-			return err
-		default:
-			log.FromContext(ctx).V(1).Info("giving back in two steps", "target", objectName(ref), "why", ownershipcore.SafeMessage(err))
-		}
-	}
-	var after *unstructured.Unstructured
-	switch policy {
-	case v1alpha1.DeletionPolicyOrphan:
-		released, _, err := applier.ReleaseFrom(ctx, ref, live, manager, ours.Fields)
-		if err != nil {
-			return err
-		}
-		step(released, metrics.StepRelinquish, "left %d fields of %s %s in place without an owner (Orphan)")
-		r.reportGiveBack(obj, reason, done)
-		return nil
-	case v1alpha1.DeletionPolicyRelinquish:
-		var released *fieldset.Set
-		if released, after, err = applier.ReleaseFrom(ctx, ref, live, manager, ledger.Taken()); err != nil {
-			return err
-		}
-		step(released, metrics.StepRelinquish, "left %d fields the patch took on %s %s in place without an owner")
-	default:
-		var moved *fieldset.Set
-		if moved, after, err = applier.HandBackFrom(ctx, ref, live, manager, ledger.Previous(nil)); err != nil {
-			return err
-		}
-		if !moved.Empty() {
-			reason = ReasonHandedBack
-		}
-		step(moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners")
-	}
-	if after == nil {
-		// Nothing was patched: the relinquish starts from the copy read
-		// here (its empty apply is guarded by that copy's resourceVersion).
-		after = live
-	}
-	res, err := applier.RelinquishFrom(ctx, ref, after, manager)
+	_, out, err := applier.LetGo(ctx, ref, live, manager, deletionLetGo(policy, ledger, ours.Fields))
 	if err != nil {
 		return err
 	}
-	if res.Action != ownershipcore.ActionUnchanged {
-		metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metrics.StepRelinquish).Inc()
-		msg := fmt.Sprintf("relinquished the fields of field manager %q on %s %s: the fields the patch added were removed", manager, kind, objectName(ref))
-		if n := len(patchintent.Leaves(res.Kept)); n > 0 {
-			msg = fmt.Sprintf("released the fields of field manager %q on %s %s: %d fields the patch added could not be removed (the apiserver refused the object without them) and stay without an owner", manager, kind, objectName(ref), n)
-		}
-		if n := len(patchintent.Leaves(res.Removed)); n > 0 {
-			msg += fmt.Sprintf("; %d of them the apiserver kept after the empty apply were removed with a guarded patch", n)
-		}
-		done = append(done, msg)
-	}
-	r.reportGiveBack(obj, reason, done)
+	r.reportGiveBack(obj, policy, ref, manager, out)
 	return nil
 }
 
-// givePlan is the plan of managed fields of a deletion policy that gives
-// fields back before relinquishing the rest: HandBack moves the fields the
-// patch took to their previous owners, Relinquish releases them.
-func (r *Reconciler) givePlan(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, manager string) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldset.Set) {
-	if policy == v1alpha1.DeletionPolicyRelinquish {
-		taken := ledger.Taken()
-		return func(current ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldset.Set) {
-			return ownershipcore.ReleasePlan(current, manager, taken)
-		}
+// deletionLetGo is what a deletion policy gives up: HandBack hands the
+// fields the patch took back to their previous owners, Relinquish leaves
+// them in place without an owner, both then relinquish the rest (the
+// fields the patch added go); Orphan leaves every field in place without
+// an owner.
+func deletionLetGo(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, ours *fieldset.Set) ownershipcore.LetGo {
+	switch policy {
+	case v1alpha1.DeletionPolicyOrphan:
+		return ownershipcore.LetGo{Release: ours}
+	case v1alpha1.DeletionPolicyRelinquish:
+		return ownershipcore.LetGo{Release: ledger.Taken(), Relinquish: true}
 	}
-	previous := ledger.Previous(nil)
-	return func(current ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldset.Set) {
-		return ownershipcore.HandBackPlan(current, manager, previous)
-	}
+	return ownershipcore.LetGo{Previous: ledger.Previous(nil), Relinquish: true}
 }
 
-// reportGiveBack emits one event for a deletion's steps: HandedBack when
-// fields went back to their previous owners, else Relinquished.
-func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, reason string, done []string) {
+// reportGiveBack counts a deletion's steps and emits one event for them:
+// HandedBack when fields went back to their previous owners, else
+// Relinquished.
+func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.DeletionPolicy, ref *unstructured.Unstructured, manager string, out ownershipcore.Outcome) {
+	kind, name := ref.GetKind(), objectName(ref)
+	var done []string
+	step := func(fields *fieldset.Set, metricStep, format string, args ...interface{}) {
+		if n := len(patchintent.Leaves(fields)); n > 0 {
+			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
+			done = append(done, fmt.Sprintf(format, append([]interface{}{n}, args...)...))
+		}
+	}
+	reason := ReasonRelinquished
+	if !out.Moved.Empty() {
+		reason = ReasonHandedBack
+	}
+	step(out.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners", kind, name)
+	what := "the patch took"
+	if policy == v1alpha1.DeletionPolicyOrphan {
+		what = "of the patch (Orphan)"
+	}
+	step(out.Released, metrics.StepRelinquish, "left %d fields "+what+" on %s %s in place without an owner", kind, name)
+	step(out.Removed, metrics.StepRelinquish, "relinquished the fields of field manager %[2]q on %[3]s %[4]s: the %[1]d fields the patch added were removed", manager, kind, name)
+	step(out.Kept, metrics.StepRelinquish, "released the fields of field manager %[2]q on %[3]s %[4]s: %[1]d fields the patch added could not be removed (%[5]s) and stay without an owner", manager, kind, name, out.Why)
 	if len(done) > 0 {
 		r.event(obj, corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
 	}

@@ -157,21 +157,19 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore
 	}
 	target := ref.DeepCopy()
 	target.SetUID(live.GetUID())
-	var given *fieldset.Set
-	var after *unstructured.Unstructured
-	var err error
+	give := ownershipcore.LetGo{Release: dropped}
 	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
-		given, after, err = applier.HandBackFrom(ctx, target, live, manager, ledger.Previous(dropped))
-	} else {
-		given, after, err = applier.ReleaseFrom(ctx, target, live, manager, dropped)
+		give = ownershipcore.LetGo{Previous: ledger.Previous(dropped)}
 	}
+	res, out, err := applier.LetGo(ctx, target, live, manager, give)
 	if err != nil {
 		return nil, err
 	}
 	ledger.Forget(dropped)
-	if after == nil {
+	if res.Action == ownershipcore.ActionUnchanged || res.Object == nil {
 		return live, nil
 	}
+	given, after := out.Moved.Union(out.Released), res.Object
 	r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(policy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
 	return after, nil
 }

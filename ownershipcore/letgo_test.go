@@ -2,7 +2,6 @@ package ownershipcore_test
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,25 +13,21 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
-// GiveBackFrom: a patch that took .data.a from base and added .data.x is
+// LetGo: a patch that took .data.a from base and added .data.x is
 // given back in one request: .data.a goes back to base (HandBack) or stays
 // without an owner (Relinquish) with the patched value, .data.x goes, and
 // no entry of the patch is left; other fields and owners are untouched.
 func TestGiveBackInOneRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		plan   func(previous ownershipcore.ManagedFields, taken *fieldpath.Set) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set)
+		plan   func(previous ownershipcore.ManagedFields, taken *fieldpath.Set) ownershipcore.LetGo
 		owners map[string][]string
 	}{
-		{"hand back", func(previous ownershipcore.ManagedFields, _ *fieldpath.Set) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
-			return func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
-				return ownershipcore.HandBackPlan(m, "fp", previous)
-			}
+		{"hand back", func(previous ownershipcore.ManagedFields, _ *fieldpath.Set) ownershipcore.LetGo {
+			return ownershipcore.LetGo{Previous: previous, Relinquish: true}
 		}, map[string][]string{".data.a": {"base/Apply"}, ".data.b": {"base/Apply"}}},
-		{"relinquish", func(_ ownershipcore.ManagedFields, taken *fieldpath.Set) func(ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
-			return func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
-				return ownershipcore.ReleasePlan(m, "fp", taken)
-			}
+		{"relinquish", func(_ ownershipcore.ManagedFields, taken *fieldpath.Set) ownershipcore.LetGo {
+			return ownershipcore.LetGo{Release: taken, Relinquish: true}
 		}, map[string][]string{".data.b": {"base/Apply"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,14 +37,14 @@ func TestGiveBackInOneRequest(t *testing.T) {
 			f := forcedPatch(t, a, "base", sprintf(configMap, name, `{"a":"1","b":"2"}`), sprintf(configMap, name, `{"a":"patched","x":"added"}`), ".data.a")
 			intent := f.intent
 			before := requests.writes.Load()
-			gb, err := a.GiveBackFrom(ctx, intent, f.applied, "fp", tc.plan(f.previous, f.taken))
+			_, out, err := a.LetGo(ctx, intent, f.applied, "fp", tc.plan(f.previous, f.taken))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if n := requests.writes.Load() - before; n != 1 {
 				t.Errorf("%d writes, want 1", n)
 			}
-			if got := ownershipcore.FormatSet(gb.Moved); !reflect.DeepEqual(got, []string{".data.a"}) {
+			if got := ownershipcore.FormatSet(out.Moved.Union(out.Released)); !reflect.DeepEqual(got, []string{".data.a"}) {
 				t.Errorf("moved %v, want .data.a", got)
 			}
 			live := get(t, a.Client, intent)
@@ -64,33 +59,30 @@ func TestGiveBackInOneRequest(t *testing.T) {
 	}
 }
 
-// A stale copy (another manager wrote since) sends one refused patch and
-// changes nothing: GiveBackFrom says ErrNoOneStep, and the two-step path
-// takes over from a fresh read.
-func TestGiveBackFromStaleCopy(t *testing.T) {
+// A stale copy (another manager wrote since) costs one refused patch and a
+// fresh read: the give-back is computed again from the object as it is
+// now, and the other manager's new field stays.
+func TestLetGoFromStaleCopy(t *testing.T) {
 	ctx := context.Background()
 	a, requests := newApplier(t)
 	f := forcedPatch(t, a, "base", sprintf(configMap, "one-step-stale", `{"a":"1"}`), sprintf(configMap, "one-step-stale", `{"a":"patched","x":"added"}`), ".data.a")
 	intent, previous := f.intent, f.previous
 	applyAs(t, a.Client, "other", sprintf(configMap, "one-step-stale", `{"o":"3"}`))
 	before := requests.writes.Load()
-	_, err := a.GiveBackFrom(ctx, intent, f.applied, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
-		return ownershipcore.HandBackPlan(m, "fp", previous)
-	})
-	if !errors.Is(err, ownershipcore.ErrNoOneStep) {
-		t.Fatalf("GiveBackFrom on a stale copy: %v, want ErrNoOneStep", err)
+	if _, _, err := a.LetGo(ctx, intent, f.applied, "fp", ownershipcore.LetGo{Previous: previous, Relinquish: true}); err != nil {
+		t.Fatal(err)
 	}
-	if n := requests.writes.Load() - before; n != 1 {
-		t.Errorf("%d writes, want the one refused patch", n)
+	if n := requests.writes.Load() - before; n != 2 {
+		t.Errorf("%d writes, want the refused patch and one more", n)
 	}
 	live := get(t, a.Client, intent)
 	data, _, _ := unstructured.NestedStringMap(live.Object, "data")
-	if want := map[string]string{"a": "patched", "x": "added", "o": "3"}; !reflect.DeepEqual(data, want) {
-		t.Errorf("data = %v, want %v (untouched)", data, want)
+	if want := map[string]string{"a": "patched", "o": "3"}; !reflect.DeepEqual(data, want) {
+		t.Errorf("data = %v, want %v", data, want)
 	}
-	want := map[string][]string{".data.a": {"fp/Apply"}, ".data.x": {"fp/Apply"}, ".data.o": {"other/Apply"}}
+	want := map[string][]string{".data.a": {"base/Apply"}, ".data.o": {"other/Apply"}}
 	if got := owners(t, live); !reflect.DeepEqual(got, want) {
-		t.Errorf("owners = %v, want %v (untouched)", got, want)
+		t.Errorf("owners = %v, want %v", got, want)
 	}
 }
 
@@ -101,10 +93,10 @@ const imageDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":
 // A Deployment: the patch took replicas from helm, added an env var to
 // helm's container and set imagePullPolicy, which the apiserver defaults
 // again once removed. One patch gives replicas back and removes the env
-// var; the defaulted imagePullPolicy comes back as an Update of the patch's
-// manager, which one more guarded patch drops. No entry of the patch is
-// left, helm keeps every field it had, and the container stays.
-func TestGiveBackFromDefaultedField(t *testing.T) {
+// var; the defaulted imagePullPolicy comes back with no owner. No entry of
+// the patch is left, helm keeps every field it had, and the container
+// stays.
+func TestLetGoDefaultedField(t *testing.T) {
 	ctx := context.Background()
 	a, requests := newApplier(t)
 	f := forcedPatch(t, a, "helm", sprintf(imageDeployment, "one-step-defaults"),
@@ -112,9 +104,7 @@ func TestGiveBackFromDefaultedField(t *testing.T) {
 "spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"app","imagePullPolicy":"Always","env":[{"name":"HTTP_PROXY","value":"http://proxy:3128"}]}]}}}}`, ".spec.replicas")
 	intent, previous, helmBefore := f.intent, f.previous, owners(t, f.base)
 	before := requests.writes.Load()
-	if _, err := a.GiveBackFrom(ctx, intent, f.applied, "fp", func(m ownershipcore.ManagedFields) (ownershipcore.ManagedFields, *fieldpath.Set) {
-		return ownershipcore.HandBackPlan(m, "fp", previous)
-	}); err != nil {
+	if _, _, err := a.LetGo(ctx, intent, f.applied, "fp", ownershipcore.LetGo{Previous: previous, Relinquish: true}); err != nil {
 		t.Fatal(err)
 	}
 	if n := requests.writes.Load() - before; n > 2 {
@@ -176,55 +166,4 @@ func forcedPatch(t *testing.T, a *ownershipcore.Applier, owner, base, intent str
 		t.Fatal(err)
 	}
 	return forced{base: b, intent: in, applied: res.Object, previous: previous, taken: set}
-}
-
-// droppedMapKeys finds, from ownership alone, the keys whose removal by an
-// apply would leave another manager's map empty (null, for the apiserver).
-func TestDroppedMapKeys(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		spec    map[string]interface{}
-		entries ownershipcore.ManagedFields
-		intent  []string
-		want    []string
-	}{{
-		name:    "every key of base's map dropped",
-		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1", "j": "2"}},
-		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params"), entry(t, "fp", apply, ".spec.params.k", ".spec.params.j")},
-		want:    []string{"/spec/params/j", "/spec/params/k"},
-	}, {
-		name:    "one key stays in the intent",
-		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1", "j": "2"}},
-		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params"), entry(t, "fp", apply, ".spec.params.k", ".spec.params.j")},
-		intent:  []string{".spec.params.j"},
-	}, {
-		name:    "another manager's key is left in the map",
-		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1", "h": "2"}},
-		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params", ".spec.params.h"), entry(t, "fp", apply, ".spec.params.k")},
-	}, {
-		name:    "a key co-owned by another manager stays",
-		spec:    map[string]interface{}{"params": map[string]interface{}{"k": "1"}},
-		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".spec.params"), entry(t, "helm", update, ".spec.params.k"), entry(t, "fp", apply, ".spec.params.k")},
-	}, {
-		name:    "metadata is left alone",
-		spec:    map[string]interface{}{},
-		entries: ownershipcore.ManagedFields{entry(t, "base", apply, ".metadata.labels"), entry(t, "fp", apply, ".metadata.labels.a")},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			live := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Thing", "spec": tc.spec,
-				"metadata": map[string]interface{}{"labels": map[string]interface{}{"a": "1"}}}}
-			encoded, err := tc.entries.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			live.SetManagedFields(encoded)
-			var got []string
-			for _, op := range ownershipcore.DroppedMapKeys(live, set(t, tc.intent...), "fp") {
-				got = append(got, op["path"].(string))
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("removes %v, want %v", got, tc.want)
-			}
-		})
-	}
 }

@@ -1,0 +1,226 @@
+package ownershipcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// LetGo is what a field manager gives up in one write: the fields it took
+// go back to their previous owners (Previous) or stay without an owner
+// (Release), then, with Relinquish, every field it owns alone is removed
+// and its entries go. A FieldPatch's deletion policies are LetGo values:
+// HandBack is {Previous, Relinquish}, Relinquish is {Release: taken,
+// Relinquish}, Orphan is {Release: everything}.
+type LetGo struct {
+	// Previous are the entries the fields manager took go back to
+	// (HandBack; SSA docs, "Transferring ownership").
+	Previous ManagedFields
+	// Release are fields that leave manager's Apply entry with no new
+	// owner; their values stay.
+	Release *fieldpath.Set
+	// Relinquish removes, after the above, what manager owns alone, as an
+	// empty apply should (Model.Relinquish), and every entry of manager.
+	Relinquish bool
+}
+
+// Outcome is what a LetGo did, field by field.
+type Outcome struct {
+	// Moved are the fields handed back to their previous owners.
+	Moved *fieldpath.Set
+	// Released are the fields left in place without an owner.
+	Released *fieldpath.Set
+	// Removed are the fields manager owned alone, removed with their
+	// values.
+	Removed *fieldpath.Set
+	// Kept are fields manager owned alone that could not be removed and
+	// stay without an owner; Why says why (the object would be invalid
+	// without them, or the result could not be predicted).
+	Kept *fieldpath.Set
+	Why  string
+}
+
+func emptyOutcome() Outcome {
+	return Outcome{Moved: fieldpath.NewSet(), Released: fieldpath.NewSet(), Removed: fieldpath.NewSet(), Kept: fieldpath.NewSet()}
+}
+
+// LetGo computes g on s: HandBack to g.Previous, Release of g.Release,
+// then Relinquish when g.Relinquish, each step checked against the
+// invariants (Check). It returns the state after, what was done, and
+// ErrUnpredictable (wrapped) when Relinquish cannot be computed (entries of
+// another version whose paths may differ).
+func (m Model) LetGo(s State, manager string, g LetGo) (State, Outcome, error) {
+	out := emptyOutcome()
+	next := s
+	if len(g.Previous) > 0 {
+		next, out.Moved = HandBack(next, manager, g.Previous)
+		if err := m.Check(s, next, Op{Kind: OpHandBack, Manager: manager, Previous: g.Previous}); err != nil {
+			return State{}, out, err
+		}
+	}
+	if g.Release != nil && !g.Release.Empty() {
+		before := next
+		next, out.Released = Release(next, manager, g.Release)
+		if err := m.Check(before, next, Op{Kind: OpRelease, Manager: manager, Fields: g.Release}); err != nil {
+			return State{}, out, err
+		}
+	}
+	if !g.Relinquish {
+		return next, out, nil
+	}
+	before := next
+	next, removed, err := m.Relinquish(next, manager)
+	if err != nil {
+		return State{}, out, err
+	}
+	if err := m.Check(before, next, Op{Kind: OpRelinquish, Manager: manager}); err != nil {
+		return State{}, out, err
+	}
+	out.Removed = removed
+	return next, out, nil
+}
+
+// keepInstead is the state in which manager lets go of every field it
+// still owns in next without removing any (a Release of all of them), for
+// a relinquish whose removals cannot be made: the object would be invalid
+// without them, or their result cannot be predicted.
+func keepInstead(next State, manager string, out Outcome, why string) (State, Outcome) {
+	owners := make(ManagedFields, 0, len(next.Owners))
+	for _, e := range next.Owners {
+		if e.Manager != manager || e.Subresource != "" {
+			owners = append(owners, e)
+		}
+	}
+	out.Kept, out.Why = next.ours(manager), why
+	return next.withOwners(owners), out
+}
+
+// LetGo gives up what g says on obj in one write (Commit): a JSON patch
+// of values and managed fields together, guarded by the object's UID and
+// resourceVersion, computed from live (a cached copy or an answer of the
+// apiserver; nil: read through APIReader). A copy the object moved on from
+// costs a refused patch and a fresh read; the computation is idempotent.
+//
+// When a relinquish's removals cannot be made, the fields manager owns
+// alone stay in place without an owner (Outcome.Kept, with Why): the
+// apiserver refused the object without them (a required field), or the
+// model cannot predict the result (entries of another version under a
+// conversion webhook, ErrUnpredictable). Other managers' fields are never
+// touched on either path.
+//
+// obj needs apiVersion, kind, namespace and name; when it carries a UID, an
+// object with another UID is gone. A missing object is no error: nothing
+// is written and Result.Action is Unchanged.
+func (a *Applier) LetGo(ctx context.Context, obj, live *unstructured.Unstructured, manager string, g LetGo) (Result, Outcome, error) {
+	var res Result
+	var out Outcome
+	var err error
+	for attempt := 0; attempt < commitAttempts; attempt++ {
+		res, out, err = a.letGoOnce(ctx, obj, live, manager, g)
+		if !errors.Is(err, ErrStale) {
+			break
+		}
+		live = nil // read fresh
+	}
+	if err != nil {
+		return res, out, fmt.Errorf("let go of the fields of %q on %s: %w", manager, describe(obj), err)
+	}
+	return res, out, nil
+}
+
+// commitAttempts bounds the reads and writes of one operation that meets
+// other writers (each refused write is followed by a fresh read).
+const commitAttempts = 5
+
+func (a *Applier) letGoOnce(ctx context.Context, obj, live *unstructured.Unstructured, manager string, g LetGo) (Result, Outcome, error) {
+	out := emptyOutcome()
+	s, err := a.stateOf(ctx, obj, live)
+	if err != nil || s.Object == nil {
+		return Result{Action: ActionUnchanged}, out, err
+	}
+	m := a.Model()
+	next, out, err := m.LetGo(s, manager, g)
+	if errors.Is(err, ErrUnpredictable) {
+		g.Relinquish = false
+		if next, out, err = m.LetGo(s, manager, g); err == nil {
+			next, out = keepInstead(next, manager, out, "the result of removing them cannot be predicted (managed fields of another version)")
+		}
+	}
+	if err != nil {
+		return Result{}, out, err
+	}
+	got, err := a.Commit(ctx, s, next, manager)
+	if apierrors.IsInvalid(err) && g.Relinquish {
+		// The object would not validate without the fields manager owned
+		// alone (a required field): they stay, unowned.
+		g.Relinquish = false
+		if next, out, err = m.LetGo(s, manager, g); err != nil {
+			return Result{}, out, err
+		}
+		next, out = keepInstead(next, manager, out, "the apiserver refused the object without them")
+		got, err = a.Commit(ctx, s, next, manager)
+	}
+	var div *DivergenceError
+	if errors.As(err, &div) && g.Relinquish && hasEntry(got.Owners, manager) {
+		// The apiserver defaulted a removed field again and records the
+		// new value as manager's (an Update entry): it stays without an
+		// owner, as after an empty apply.
+		cleaned, _ := keepInstead(got, manager, emptyOutcome(), "")
+		got, err = a.Commit(ctx, got, cleaned, manager)
+	}
+	if err != nil {
+		return Result{}, out, err
+	}
+	action := ActionConfigured
+	if Diff(s, next) == "" {
+		action = ActionUnchanged
+	}
+	return Result{Action: action, Object: got.Object, Removed: out.Removed, Kept: out.Kept}, out, nil
+}
+
+// stateOf is the State of live, or of obj read through APIReader when live
+// is nil or has another UID than obj carries. A missing object, or one
+// with another UID, is a State without Object.
+func (a *Applier) stateOf(ctx context.Context, obj, live *unstructured.Unstructured) (State, error) {
+	if live == nil || live.GetResourceVersion() == "" || (obj.GetUID() != "" && live.GetUID() != obj.GetUID()) {
+		var err error
+		if live, err = a.GetFresh(ctx, obj); err != nil {
+			return State{}, err
+		}
+		if live == nil || (obj.GetUID() != "" && live.GetUID() != obj.GetUID()) {
+			return State{}, nil
+		}
+	}
+	return NewState(live.DeepCopy(), a.sameFieldPaths(ctx, live, live.GetAPIVersion()))
+}
+
+// HandBack moves every field manager still owns on obj back to the entry
+// that owned it before (HandBackPlan), in one guarded write (LetGo). It
+// returns the fields moved. See the SSA docs, "Transferring ownership".
+func (a *Applier) HandBack(ctx context.Context, obj *unstructured.Unstructured, manager string, previous ManagedFields) (*fieldpath.Set, error) {
+	_, out, err := a.LetGo(ctx, obj, nil, manager, LetGo{Previous: previous})
+	return out.Moved, err
+}
+
+// Release drops fields from manager's Apply entry on obj without giving
+// them to anyone (ReleasePlan), in one guarded write (LetGo): the values
+// stay, unowned, and a later empty apply by manager no longer removes
+// them. It returns the fields released.
+func (a *Applier) Release(ctx context.Context, obj *unstructured.Unstructured, manager string, fields *fieldpath.Set) (*fieldpath.Set, error) {
+	_, out, err := a.LetGo(ctx, obj, nil, manager, LetGo{Release: fields})
+	return out.Released, err
+}
+
+// Relinquish removes what manager owns alone on obj and every entry of
+// manager (Model.Relinquish), in one guarded write (LetGo): what an empty
+// apply by manager should do (SSA docs, "Field management"), without the
+// apiserver's losses of other managers' fields. Result.Kept lists fields
+// that stay without an owner instead (see LetGo).
+func (a *Applier) Relinquish(ctx context.Context, obj *unstructured.Unstructured, manager string) (Result, error) {
+	res, _, err := a.LetGo(ctx, obj, nil, manager, LetGo{Relinquish: true})
+	return res, err
+}
