@@ -600,29 +600,24 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 	}
 	removed := tv.RemoveItems(set)
 	// structured-merge-diff leaves a map whose every entry was removed as
-	// null: drop it, so that ignoring the only annotation of an object
-	// ignores it (and "annotations: null" is not applied).
-	emptied := fieldpath.NewSet()
-	set.Iterate(func(p fieldpath.Path) {
-		if len(p) > 1 {
-			emptied.Insert(p[:len(p)-1].Copy())
-		}
-	})
+	// null: drop it, and each map above it the removal leaves empty, so
+	// that ignoring the only annotation of an object ignores it
+	// ("annotations: null" is not applied) and a yielded last field does
+	// not leave an intent of "spec: {}", which would claim .spec itself.
 	m, ok := removed.AsValue().Unstructured().(map[string]interface{})
 	if !ok {
 		return nil, fmt.Errorf("remove fields from %s: not an object", describe(obj))
 	}
-	emptied.Iterate(func(p fieldpath.Path) {
-		var names []string
-		for _, pe := range p {
-			if pe.FieldName == nil {
-				return
+	set.Iterate(func(p fieldpath.Path) {
+		for i := len(p) - 1; i >= 1; i-- {
+			names, ok := fieldNames(p[:i])
+			if !ok {
+				continue
 			}
-			names = append(names, *pe.FieldName)
-		}
-		v, found, _ := unstructured.NestedFieldNoCopy(m, names...)
-		if mv, isMap := v.(map[string]interface{}); found && (v == nil || isMap && len(mv) == 0) {
-			unstructured.RemoveNestedField(m, names...)
+			v, found, _ := unstructured.NestedFieldNoCopy(m, names...)
+			if mv, isMap := v.(map[string]interface{}); found && (v == nil || isMap && len(mv) == 0) {
+				unstructured.RemoveNestedField(m, names...)
+			}
 		}
 	})
 	out := &unstructured.Unstructured{Object: m}
@@ -631,6 +626,18 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 	out.SetName(obj.GetName())
 	out.SetNamespace(obj.GetNamespace())
 	return out, nil
+}
+
+// fieldNames is p as field names; false when p goes through a list item.
+func fieldNames(p fieldpath.Path) ([]string, bool) {
+	names := make([]string, 0, len(p))
+	for _, pe := range p {
+		if pe.FieldName == nil {
+			return nil, false
+		}
+		names = append(names, *pe.FieldName)
+	}
+	return names, true
 }
 
 func describe(obj *unstructured.Unstructured) string {

@@ -184,6 +184,37 @@ func (l *Ledger) Taken() *fieldpath.Set {
 	return out
 }
 
+// Departed returns the recorded fields whose previous owner is the field
+// manager of a fieldops object (ParseManager) other than manager that
+// holds no entry on the object any more. Such a manager leaves an object
+// only by relinquishing it (its object was deleted): a fieldops object that
+// still exists applies its intent again and takes back what it may. Handing
+// a field back to it would make an entry nobody will ever relinquish; the
+// field stays in place without that owner instead (Release), with whoever
+// shares it now, for a live fieldops object to take again.
+func (l *Ledger) Departed(owners ManagedFields, manager string) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	for _, e := range l.Entries {
+		if e.Manager == manager || hasManagerEntry(owners, e.Manager) {
+			continue
+		}
+		if _, ok := ParseManager(e.Manager); ok {
+			out = out.Union(e.Fields)
+		}
+	}
+	return out
+}
+
+// hasManagerEntry reports whether name has any entry in owners.
+func hasManagerEntry(owners ManagedFields, name string) bool {
+	for _, e := range owners {
+		if e.Manager == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Previous returns the entries as managed fields, restricted to fields
 // (all when fields is nil), for HandBack.
 func (l *Ledger) Previous(fields *fieldpath.Set) ManagedFields {

@@ -154,7 +154,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 		return err
 	}
 	ledger.Follow(owners, present, manager)
-	_, out, err := applier.LetGo(ctx, ref, live, manager, deletionLetGo(policy, ledger, ours.Fields))
+	_, out, err := applier.LetGo(ctx, ref, live, manager, deletionLetGo(policy, ledger, ours.Fields, ledger.Departed(owners, manager)))
 	if err != nil {
 		return err
 	}
@@ -163,18 +163,19 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 }
 
 // deletionLetGo is what a deletion policy gives up: HandBack hands the
-// fields the patch took back to their previous owners, Relinquish leaves
-// them in place without an owner, both then relinquish the rest (the
-// fields the patch added go); Orphan leaves every field in place without
-// an owner.
-func deletionLetGo(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, ours *fieldset.Set) ownershipcore.LetGo {
+// fields the patch took back to their previous owners (but those of a
+// departed fieldops object, which stay in place without an owner:
+// Ledger.Departed), Relinquish leaves them in place without an owner, both
+// then relinquish the rest (the fields the patch added go); Orphan leaves
+// every field in place without an owner.
+func deletionLetGo(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, ours, departed *fieldset.Set) ownershipcore.LetGo {
 	switch policy {
 	case v1alpha1.DeletionPolicyOrphan:
 		return ownershipcore.LetGo{Release: ours}
 	case v1alpha1.DeletionPolicyRelinquish:
 		return ownershipcore.LetGo{Release: ledger.Taken(), Relinquish: true}
 	}
-	return ownershipcore.LetGo{Previous: ledger.Previous(nil), Relinquish: true}
+	return ownershipcore.LetGo{Previous: ledger.Previous(ledger.Taken().Difference(departed)), Release: departed, Relinquish: true}
 }
 
 // reportGiveBack counts a deletion's steps and emits one event for them:

@@ -159,7 +159,8 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore
 	target.SetUID(live.GetUID())
 	give := ownershipcore.LetGo{Release: dropped}
 	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
-		give = ownershipcore.LetGo{Previous: ledger.Previous(dropped)}
+		departed := ledger.Departed(owners, manager).Intersection(dropped)
+		give = ownershipcore.LetGo{Previous: ledger.Previous(dropped.Difference(departed)), Release: departed}
 	}
 	res, out, err := applier.LetGo(ctx, target, live, manager, give)
 	if err != nil {
