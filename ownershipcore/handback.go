@@ -144,34 +144,6 @@ func insertWithKeys(out *fieldpath.Set, path fieldpath.Path, from *fieldpath.Set
 	}
 }
 
-// holderOwners gives each path of shield (see holders) to the entries of
-// owners, other than manager's, that own a field below it: the managers
-// whose fields the list item or map holds. The key fields of a held list
-// item go with it. Every holder has such an owner (holders finds them
-// from those fields).
-func holderOwners(owners ManagedFields, manager string, shield *fieldpath.Set) ManagedFields {
-	var out ManagedFields
-	for _, e := range owners {
-		if e.Manager == manager {
-			continue
-		}
-		held := fieldpath.NewSet()
-		e.Fields.Iterate(func(p fieldpath.Path) {
-			for i := 1; i < len(p); i++ {
-				prefix := p[:i]
-				if !shield.Has(prefix) {
-					continue
-				}
-				insertWithKeys(held, prefix, shield)
-			}
-		})
-		if !held.Empty() {
-			out = append(out, Entry{ManagerKey: e.ManagerKey, Time: e.Time, Fields: held})
-		}
-	}
-	return out
-}
-
 // others is the union of the fields of every entry but manager's.
 func (m ManagedFields) others(manager string) *fieldpath.Set {
 	out := fieldpath.NewSet()

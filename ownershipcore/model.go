@@ -150,10 +150,10 @@ func Release(s State, manager string, fields *fieldpath.Set) (State, *fieldpath.
 //   - the fields manager owned alone are removed with their values (a list
 //     item or map whole, with values nobody owns in it);
 //   - a list item or map manager owned alone that holds another manager's
-//     field stays, and goes to that manager with an item's key fields (the
-//     apiserver's empty apply removes such an item with the other
-//     manager's field in it: kubernetes-sigs/structured-merge-diff issue
-//     335);
+//     field stays, without an owner (the apiserver's empty apply removes
+//     such an item with the other manager's field in it:
+//     kubernetes-sigs/structured-merge-diff issue 335); no other manager's
+//     entry changes;
 //   - a list or map the removal empties is removed too, unless another
 //     manager owns it: then it stays, empty (the apiserver would leave it
 //     null, which a custom resource's schema refuses: kubernetes/kubernetes
@@ -169,8 +169,9 @@ func (m Model) Relinquish(s State, manager string) (State, *fieldpath.Set, error
 // entry holds and intent no longer does, done before that apply so that the
 // apply removes nothing: they leave manager's entry, those manager owned
 // alone are removed as Relinquish removes them, and the list items and maps
-// among them that hold other managers' fields go to those managers (the
-// apiserver's apply would remove them whole, or leave an emptied map null).
+// among them that hold other managers' fields stay without an owner (the
+// apiserver's apply would remove them whole, or leave an emptied map null;
+// once manager no longer owns them, its apply prunes nothing of them).
 // It returns the next state and the fields removed.
 func (m Model) Drop(s State, intent *unstructured.Unstructured, manager string) (State, *fieldpath.Set, error) {
 	ours := s.Owners.Applied(manager)
@@ -214,10 +215,7 @@ func (m Model) letGo(s State, manager string, fields *fieldpath.Set) (State, *fi
 		}
 	}
 	alone := ours.Difference(others)
-	shield := holders(others, alone)
-	gift := holderOwners(s.Owners, manager, shield)
-	remove := alone.Difference(shield)
-
+	remove := alone.Difference(holders(others, alone))
 	owners := make(ManagedFields, 0, len(s.Owners))
 	for _, e := range s.Owners {
 		set := e.Fields
@@ -226,11 +224,6 @@ func (m Model) letGo(s State, manager string, fields *fieldpath.Set) (State, *fi
 				continue // Relinquish: every entry of manager goes
 			}
 			set = set.Difference(ours)
-		}
-		for _, g := range gift {
-			if g.ManagerKey == e.ManagerKey {
-				set = set.Union(g.Fields)
-			}
 		}
 		owners = append(owners, Entry{ManagerKey: e.ManagerKey, Time: e.Time, Fields: set})
 	}

@@ -424,7 +424,7 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		plan.Action, plan.Message = actionTargetNotFound, fmt.Sprintf("target %s not found; the controller patches it when it appears", pp.Target)
 		return plan, nil
 	}
-	if err := patchtarget.ManagedByFieldops(live, manager); err != nil {
+	if err := patchtarget.ManagedByFieldops(live); err != nil {
 		return refused(err)
 	}
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)

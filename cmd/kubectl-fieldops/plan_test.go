@@ -504,7 +504,6 @@ spec:
 // reason and the message the controller stalls with.
 func testPlanRefusesWhatTheControllerRefuses(t *testing.T) {
 	createNamespace(t, "plan-refused")
-	applyAs(t, "fieldops-workload/plan-refused/shop", `{apiVersion: v1, kind: ConfigMap, metadata: {name: generated, namespace: plan-refused}, data: {a: "1"}}`)
 	for _, tc := range []struct {
 		name, y, reason string
 		obj             patcher
@@ -544,13 +543,6 @@ spec:
   target: {apiVersion: v1, kind: ConfigMap, namespace: ` + planOwnNamespace + `, name: fieldops-config}
   patch: {data: {a: "1"}}
 `, "ForbiddenTarget", &v1alpha1.ClusterFieldPatch{}},
-		{"an object another fieldops controller manages", `apiVersion: fieldops.dev/v1alpha1
-kind: FieldPatch
-metadata: {name: managed, namespace: plan-refused}
-spec:
-  target: {apiVersion: v1, kind: ConfigMap, name: generated}
-  patch: {data: {b: "2"}}
-`, "ForbiddenTarget", &v1alpha1.FieldPatch{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plans := planJSON(t, planFile(t, tc.y))

@@ -95,7 +95,7 @@ func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, e
 	if p.live == nil {
 		return r.targetMissing(p.obj, ref)
 	}
-	if err := patchtarget.ManagedByFieldops(p.live, p.manager); err != nil {
+	if err := patchtarget.ManagedByFieldops(p.live); err != nil {
 		return r.fail(p.obj, targetErr(err))
 	}
 	return skeleton.Next(), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -284,10 +286,17 @@ spec:
 	kubectlApply(t, cfg, ns, doc(", legacy: \"yes\"")) // a second apply: a PATCH, as users do
 	// Another actor's annotation, which must stay.
 	kit.ApplyAs(t, "cost-tool", fmt.Sprintf("{apiVersion: apps/v1, kind: Deployment, metadata: {name: api, namespace: %s, annotations: {cost/center: web}}}", ns))
-	live := kit.Live(t, ref("apps/v1", "Deployment", ns, "api"))
+	// An Update manager's annotation (kubectl annotate
+	// --field-manager=istio): its entry must not change at the adoption.
+	target := ref("apps/v1", "Deployment", ns, "api")
+	if err := k8s.Patch(context.Background(), target, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"istio/x":"1"}}}`)), client.FieldOwner("istio")); err != nil {
+		t.Fatal(err)
+	}
+	live := kit.Live(t, target)
 	if _, ok := live.GetAnnotations()[ownershipcore.LastAppliedAnnotation]; !ok {
 		t.Fatal("kubectl apply left no last-applied annotation; not a client-side apply?")
 	}
+	istioBefore := managerFields(t, live, "istio")
 
 	mw := &v1alpha1.ManagedWorkload{}
 	mw.Name, mw.Namespace = "api", ns
@@ -322,6 +331,25 @@ spec:
 			t.Errorf("client-side apply's manager %s still owns fields: %v", m, owners.Managers())
 		}
 	}
+	if got := managerFields(t, live, "istio"); !reflect.DeepEqual(got, istioBefore) {
+		t.Errorf("istio's entry changed at the adoption: %v, was %v", got, istioBefore)
+	}
+}
+
+// managerFields is the fields of manager's entries on live.
+func managerFields(t *testing.T, live *unstructured.Unstructured, manager string) []string {
+	t.Helper()
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range owners {
+		if e.Manager == manager {
+			out = append(out, ownershipcore.FormatSet(e.Fields)...)
+		}
+	}
+	return out
 }
 
 // adoptClientSideApply: false leaves client-side apply's fields alone: the

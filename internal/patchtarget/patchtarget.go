@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/internal/names"
-	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // Reasons of a refused target (the Stalled condition's reason).
@@ -107,24 +105,16 @@ func Resolve(mapper meta.RESTMapper, obj v1alpha1.Patcher, cluster bool, ownName
 }
 
 // ManagedByFieldops reports whether fieldops itself manages live (an
-// object of another fieldops controller: owned by a fieldops object, or
-// with fields of a fieldops manager other than a patch's and self), and
-// the refusal the controller reports for it.
-func ManagedByFieldops(live *unstructured.Unstructured, self string) error {
+// object owned, by ownerReference, by a fieldops object: a PodSet's pods),
+// and the refusal the controller reports for it. An object a
+// ManagedWorkload applies fields to is not refused: a FieldPatch and the
+// workload contest the fields they share, as any two field managers do.
+func ManagedByFieldops(live *unstructured.Unstructured) error {
 	who := ""
 	for _, ref := range live.GetOwnerReferences() {
 		if strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/") {
 			who = ref.Kind + " " + ref.Name
 			break
-		}
-	}
-	if who == "" {
-		for _, m := range ownershipcore.ManagerNames(live) {
-			if strings.HasPrefix(m, names.OwnPrefix) &&
-				!strings.HasPrefix(m, names.FieldPatchPrefix+"/") && !strings.HasPrefix(m, names.ClusterFieldPatchPrefix+"/") && m != self {
-				who = m
-				break
-			}
 		}
 	}
 	if who == "" {
