@@ -463,7 +463,7 @@ func withEntriesOfVersion(obj *unstructured.Unstructured, apiVersion string) *un
 // managed fields' times. Entries compare in order, as decoded JSON: a field
 // set's FieldsV1 form is canonical (structured-merge-diff writes it), so two
 // entries with the same set have equal FieldsV1 maps. Nothing is copied or
-// decoded: this runs on every apply decision (issue 11).
+// decoded: this runs on every apply decision.
 func sameObject(a, b *unstructured.Unstructured) bool {
 	ea, _, _ := unstructured.NestedFieldNoCopy(a.Object, "metadata", "managedFields")
 	eb, _, _ := unstructured.NestedFieldNoCopy(b.Object, "metadata", "managedFields")

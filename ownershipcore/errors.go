@@ -114,7 +114,7 @@ func (a *Applier) invalidIntent(intent *unstructured.Unstructured, err error) er
 
 // SafeMessage is the text of err for status conditions, events and logs:
 // readable, and without any value of the object it is about. Controllers
-// pass every error through it before reporting it (issue 16: a target's
+// pass every error through it before reporting it (a target's
 // values, such as a Secret's data copied by a JSON patch, never reach
 // status, events or logs).
 //

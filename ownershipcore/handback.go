@@ -96,8 +96,7 @@ func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (
 	}
 	// A released field stays only with the list items and maps that hold
 	// it: those manager owns go too, with an item's key fields, or the
-	// relinquish that follows removes them, and the field with them
-	// (test/invariants seed 9100650).
+	// relinquish that follows removes them, and the field with them.
 	released = released.Union(holders(released, ours.Fields))
 	out := make(ManagedFields, len(current))
 	for i, e := range current {

@@ -118,8 +118,7 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 // write. Follow takes a shared field that its owner no longer owns while
 // manager does for one the owner let go; after a forced write, that is
 // manager's own doing, and a ledger saved only after the write (a save a
-// crash can lose) would forget the owner (test/invariants under faults,
-// seeds 1000055 and 2000088).
+// crash can lose) would forget the owner.
 func (l *Ledger) Unshare(fields *fieldpath.Set) bool {
 	changed := false
 	for i := range l.Entries {
@@ -184,25 +183,25 @@ func (l *Ledger) Taken() *fieldpath.Set {
 	return out
 }
 
-// Departed returns the recorded fields whose previous owner is the field
-// manager of a fieldops object (ParseManager) other than manager that
-// holds no entry on the object any more. Such a manager leaves an object
+// Departed returns the recorded fields whose every previous owner is the
+// field manager of a fieldops object (ParseManager) other than manager
+// that holds no entry on the object any more. Such a manager leaves an object
 // only by relinquishing it (its object was deleted): a fieldops object that
 // still exists applies its intent again and takes back what it may. Handing
 // a field back to it would make an entry nobody will ever relinquish; the
 // field stays in place without that owner instead (Release), with whoever
 // shares it now, for a live fieldops object to take again.
 func (l *Ledger) Departed(owners ManagedFields, manager string) *fieldpath.Set {
-	out := fieldpath.NewSet()
+	departed, alive := fieldpath.NewSet(), fieldpath.NewSet()
 	for _, e := range l.Entries {
-		if e.Manager == manager || hasManagerEntry(owners, e.Manager) {
-			continue
-		}
-		if _, ok := ParseManager(e.Manager); ok {
-			out = out.Union(e.Fields)
+		if _, fieldops := ParseManager(e.Manager); fieldops && e.Manager != manager && !hasManagerEntry(owners, e.Manager) {
+			departed = departed.Union(e.Fields)
+		} else {
+			alive = alive.Union(e.Fields)
 		}
 	}
-	return out
+	// A field another previous owner owned too goes back to that one.
+	return departed.Difference(alive)
 }
 
 // hasManagerEntry reports whether name has any entry in owners.

@@ -79,10 +79,25 @@ func (s State) otherVersions() bool {
 }
 
 // comparable returns ErrUnpredictable when entries of other versions may
-// name fields with other paths.
+// name fields with other paths, or when two entries differ only in their
+// version (the model would have to merge them; the apiserver keeps both).
 func (s State) comparable() error {
-	if s.otherVersions() && !s.SamePaths {
+	if !s.otherVersions() {
+		return nil
+	}
+	if !s.SamePaths {
 		return fmt.Errorf("%w: managed fields of another version, whose field paths may differ (a conversion webhook)", ErrUnpredictable)
+	}
+	seen := map[ManagerKey]bool{}
+	for _, e := range s.Owners {
+		key := e.ManagerKey
+		if key.Subresource == "" {
+			key.APIVersion = ""
+		}
+		if seen[key] {
+			return fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, e.ManagerKey)
+		}
+		seen[key] = true
 	}
 	return nil
 }
@@ -102,6 +117,11 @@ func (s State) View() State {
 	if s.comparable() == nil {
 		return s
 	}
+	return s.aside()
+}
+
+// aside is s without its entries of other versions (see View).
+func (s State) aside() State {
 	version := s.Object.GetAPIVersion()
 	var owners ManagedFields
 	for _, e := range s.Owners {

@@ -272,7 +272,7 @@ type FieldPatchStatus struct {
 	FieldCount int `json:"fieldCount,omitempty"`
 	// RecordedFields is the set of intent fields whose previous owners were
 	// recorded, in FieldsV1 form. It is atomic: the status's managed fields
-	// name it alone, not every field set entry in it again (issue 11).
+	// name it alone, not every field set entry in it again.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -23,8 +23,7 @@ import (
 // keeps its owners (a repair after another manager took it back). The
 // forced fields are also no longer shared by anyone (Ledger.Unshare):
 // their owners lose them to us, which a later Follow must not read as
-// the owners letting them go (test/invariants under faults, seeds 1000055
-// and 2000088).
+// the owners letting them go.
 //
 // A record is never made from a stale copy of the FieldPatch (a lagging
 // watch would otherwise record again, after our first write, only the
@@ -123,8 +122,8 @@ func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipco
 	// Whatever changed is saved, what Follow observed included: an owner
 	// that no longer shares a field it lost to another manager must be
 	// stored as such before we force that field, or a later Follow reads
-	// our write as the owner letting it go (test/invariants under faults,
-	// seed 6100231: the status write after the apply failed).
+	// our write as the owner letting it go (when the status write after the
+	// apply fails).
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
 	if err := patchintent.WriteLedger(fresh.PatchStatus(), l, uid); err != nil {
 		return nil, err

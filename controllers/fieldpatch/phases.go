@@ -254,8 +254,7 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 		// The fields this apply took without force (unowned, or shared
 		// with the same value) are recorded now, with their owners as
 		// read before it: nobody was displaced, so a crash before this
-		// status write loses nothing (issue 11: no write before the
-		// apply): the next reconcile records them the same way, as
+		// status write loses nothing (no write before the apply): the next reconcile records them the same way, as
 		// fields the patch holds with no record. Forced ones were
 		// recorded before the apply.
 		if ours := after.Applied(p.manager); ours != nil {
@@ -325,8 +324,7 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 // is asked for once: the same intent on the same target version, for the
 // same generation, gets the same answer without a request, instead of a
 // refused apply (Fail) or a refused apply and an empty one (Yield) on
-// every reconcile (test/invariants seeds 3000127 under faults, 700280,
-// 4000177).
+// every reconcile.
 func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
 	key := client.ObjectKeyFromObject(p.obj)
 	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration()}

@@ -180,7 +180,7 @@ func ready(p *corev1.Pod) bool {
 // copy rather than on a second read of the pod as an unstructured object
 // (a second informer, which may lag behind the one whose event queued
 // this reconcile: a drift seen there was then judged unchanged, and never
-// repaired; issue 11).
+// repaired).
 func (r *Reconciler) apply(ctx context.Context, pod, live *corev1.Pod, manager string) (ownershipcore.Result, error) {
 	want, err := toUnstructured(pod)
 	if err != nil {

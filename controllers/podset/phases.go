@@ -37,7 +37,7 @@ type pass struct {
 	updated, waiting int
 	// created and inPlace are the pods this reconcile created and updated
 	// in place: one event for each kind of write, naming them (not one
-	// per pod: issue 11), sent when the reconcile ends (flush).
+	// per pod), sent when the reconcile ends (flush).
 	created, inPlace []*corev1.Pod
 }
 
@@ -77,8 +77,7 @@ func (r *Reconciler) phaseDryRun(ctx context.Context, p *pass) (skeleton.Step, e
 	key := string(p.ps.UID) + "/" + p.revision
 	if r.isValidated(key) || converged(p) {
 		// A converged PodSet writes no pod: the dry run guards writes, and
-		// is not worth a request per PodSet after a restart of the manager
-		// (issue 11). Not marked validated: the next write still waits
+		// is not worth a request per PodSet after a restart of the manager. Not marked validated: the next write still waits
 		// for it.
 		return skeleton.Next(), nil
 	}

@@ -350,7 +350,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 	e.Action = string(res.Action)
 	if res.Action == ownershipcore.ActionUnchanged && hadPrev && prev.UID == e.UID && (prev.Action == string(ownershipcore.ActionCreated) || prev.Action == string(ownershipcore.ActionConfigured)) {
 		// What the last write did stays until the next one: an apply that
-		// changes nothing writes no status either (issue 11).
+		// changes nothing writes no status either.
 		e.Action = prev.Action
 	}
 	setHealth(e, res.Object)
@@ -389,8 +389,8 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 }
 
 // createdObject counts a created object. The objects a new generation
-// creates are named by its Applied event (one event, not one per object:
-// issue 11); an object created again for a generation already judged
+// creates are named by its Applied event (one event, not one per
+// object); an object created again for a generation already judged
 // (deleted by someone else) has its own Created event.
 func (r *Reconciler) createdObject(p *pass, o *object, name string) {
 	p.created++

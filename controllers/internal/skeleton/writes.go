@@ -95,8 +95,7 @@ func (w *Writes) Behind(obj client.Object) bool {
 // hide it: the apiserver may have made it all the same (its answer lost, a
 // timeout or a server error after the write), so a cached copy may predate
 // it with nothing to tell. Deciding on such a copy could write back what
-// the lost write replaced (a FieldPatch's record of previous owners:
-// test/invariants under faults, seed 6100231). The next reconcile reads
+// the lost write replaced (a FieldPatch's record of previous owners). The next reconcile reads
 // the object fresh once (Reconciler.get) and waits for the cache to reach
 // that version. An answer that refuses the write (a 4xx status: a
 // conflict, an invalid object, a forbidden request) says it did not

@@ -10,7 +10,7 @@
 // From ShareAt watched objects of one kind (in one version) in one
 // namespace (or of one cluster-scoped kind) on, they share one watch of
 // the namespace instead (see group): one request in all instead of one
-// per object, and no per-watch goroutines and buffers (issue 11: 1000
+// per object, and no per-watch goroutines and buffers (1000
 // single-object watches cost about 100 KiB each). That watch holds every
 // object of the kind in the namespace, each as its compact JSON (about a
 // third of its decoded size), so an object that joins later is read

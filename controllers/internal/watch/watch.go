@@ -130,7 +130,7 @@ type heldTarget struct {
 
 // heldTargets are a referrer's targets: a slice, since one (a FieldPatch) or
 // a few (a ManagedWorkload's objects) is the rule, and a map per referrer
-// costs about 1 KiB (issue 11).
+// costs about 1 KiB.
 type heldTargets []heldTarget
 
 func (ts heldTargets) index(t targetcache.Target) int {
@@ -227,7 +227,7 @@ func (w *Watches) recordWrite(referrer client.Object, target *unstructured.Unstr
 // server's answer when it wrote (nil when nothing was written: an error,
 // or an apply that changed nothing). The watch event of a write can come
 // before the answer does (the apiserver sends both at once; on a busy
-// manager the watch wins about as often as not, issue 11): the events of
+// manager the watch wins about as often as not): the events of
 // target that come while write runs are held back for referrer, and are
 // queued for it afterwards only if one of them was not its own write. The
 // write is then recorded (recordWrite), unless its event came already.
