@@ -86,7 +86,7 @@ under conflictPolicy Fail, an invalid patch, a missing target).`,
 	o.files.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	cmd.Flags().StringVar(&o.pluginConfig, "plugin-config", "", "the manager's --plugin-config file: conflicts of a patch with conflictPolicy Plugin are then decided by that plugin, run here as the manager runs it (same binary, same SHA-256); without it, by its conflictPluginFallback")
-	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "fieldops-system", "the namespace the fieldops manager runs in (its --namespace): the controller refuses targets in it, and so does the plan")
+	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "", "the namespace the fieldops manager runs in (its --namespace): the controller refuses its own objects there, and so does the plan (default: the namespace of the manager's leader election Lease fieldops.dev or of its Deployment, else fieldops-system)")
 	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}})
 	return cmd
 }
@@ -318,7 +318,17 @@ func (o *planOptions) planner() (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &planner{c: c, ns: ns, applier: applier, ownNamespace: o.ownNamespace}, nil
+	own := o.ownNamespace
+	if own == "" {
+		var note string
+		if own, note, err = findOwnNamespace(context.Background(), c); err != nil {
+			return nil, err
+		}
+		if note != "" {
+			fmt.Fprintln(o.streams.ErrOut, "Warning:", note)
+		}
+	}
+	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own}, nil
 }
 
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {
