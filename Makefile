@@ -172,7 +172,7 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 	for p in $(KUBECTL_FIELDOPS_PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; exe=kubectl-fieldops; [ $$os = windows ] && exe=$$exe.exe; \
 	  dir=$(DIST)/kubectl-fieldops_v$(VERSION)_$${os}_$${arch}; mkdir -p $$dir; cp LICENSE $$dir/; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags=-s -o $$dir/$$exe ./cmd/kubectl-fieldops; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -X main.version=v$(VERSION)" -o $$dir/$$exe ./cmd/kubectl-fieldops; \
 	  tar -czf $$dir.tar.gz -C $$dir $$exe LICENSE; rm -rf $$dir; \
 	done
 	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS

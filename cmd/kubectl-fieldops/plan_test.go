@@ -385,6 +385,38 @@ spec:
 		t.Fatalf("plan: %v", err)
 	}
 	golden(t, "plan-workload.txt", out)
+
+	// A mixed stream (kubectl kustomize's, helm template's): the other
+	// objects are skipped and named on standard error.
+	mixed := `apiVersion: v1
+kind: Namespace
+metadata: {name: plan-workload}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: loose, namespace: plan-workload}
+---
+apiVersion: fieldops.dev/v1alpha1
+kind: PodSet
+metadata: {name: kafka, namespace: plan-workload}
+spec:
+  selector: {matchLabels: {app: kafka}}
+  template: {metadata: {labels: {app: kafka}}, spec: {containers: [{name: c, image: kafka}]}}
+---
+` + strings.SplitN(stdin, "---\n", 2)[0]
+	out, errOut, err := pluginIn(t, mixed, "plan", "-f", "-", "--kubeconfig", kubeconfig, "-o", "jsonpath={range .items[*]}{.kind}/{.name}: {.action}{end}")
+	if err != nil || out != "ManagedWorkload/shop: Configured" {
+		t.Errorf("plan of a mixed stream: %v %q (stderr %q)", err, out, errOut)
+	}
+	if want := "Skipped 3 object(s) that are not FieldPatches, ClusterFieldPatches or ManagedWorkloads: Namespace plan-workload, ConfigMap plan-workload/loose, PodSet plan-workload/kafka\n"; !strings.Contains(errOut, want) {
+		t.Errorf("plan of a mixed stream: stderr %q, want %q", errOut, want)
+	}
+	if out, _, err := pluginIn(t, mixed, "plan", "-f", "-", "--kubeconfig", kubeconfig, "-o", "name"); err != nil || out != "managedworkload.fieldops.dev/shop\n" {
+		t.Errorf("plan -o name: %v %q", err, out)
+	}
+	if _, _, err := pluginIn(t, strings.SplitN(mixed, "---\n", 2)[0], "plan", "-f", "-", "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), "no FieldPatch, ClusterFieldPatch or ManagedWorkload to plan") {
+		t.Errorf("plan of a stream without fieldops objects: %v", err)
+	}
 	out, _, _ = pluginIn(t, stdin, "plan", "-f", "-", "--kubeconfig", kubeconfig, "-o", "json")
 	var plans []Plan
 	if err := json.Unmarshal([]byte(out), &plans); err != nil {
