@@ -86,7 +86,7 @@ func TestCheckCRD(t *testing.T) {
 		t.Errorf("check-crd -f FILE FILE: %v, want an error", err)
 	}
 	out, _, _ = plugin(t, "check-crd", "-f", file, "-o", "jsonpath={.items[0].severity} {.items[0].path}")
-	if want := "Break .spec.ports"; out != want {
+	if want := "Warning .spec.ports"; out != want {
 		t.Errorf("check-crd -o jsonpath: %q, want %q", out, want)
 	}
 	// The served CRD compared with itself: nothing to report.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -611,5 +612,55 @@ spec:
 				t.Errorf("plan's message\n%s\nwant\n%s", plans[0].Message, want)
 			}
 		})
+	}
+}
+
+// Without --fieldops-namespace, plan finds the manager's namespace as the
+// manager knows it: the namespace of its leader election Lease (OLM puts
+// it in the shared namespace operators). There it refuses fieldops's own
+// objects, and plans the other operators' objects.
+func TestPlanFindsManagerNamespace(t *testing.T) {
+	ctx := context.Background()
+	const ns = "olm-operators"
+	createNamespace(t, ns)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "fieldops.dev", Namespace: ns}}
+	if err := k8s.Create(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, lease) })
+	applyAs(t, "other-operator", `{apiVersion: v1, kind: ConfigMap, metadata: {name: other-operator-config, namespace: `+ns+`}, data: {a: "1"}}`)
+	plans := planJSON(t, planFile(t, `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-own-objects}
+spec:
+  target: {apiVersion: v1, kind: ServiceAccount, namespace: `+ns+`, name: fieldops-controller-manager}
+  patch: {metadata: {labels: {x: "y"}}}
+---
+apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-other-operator}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, namespace: `+ns+`, name: other-operator-config}
+  patch: {data: {b: "2"}}
+`))
+	if len(plans) != 2 {
+		t.Fatalf("plans: %s", mustJSON(t, plans))
+	}
+	if p := plans[0]; p.Action != "Invalid" || p.Reason != "ForbiddenTarget" || !strings.Contains(p.Message, `namespace "`+ns+`"`) {
+		t.Errorf("fieldops's own ServiceAccount in %s: %s %s %q, want Invalid ForbiddenTarget naming the namespace", ns, p.Action, p.Reason, p.Message)
+	}
+	if p := plans[1]; p.Action != "Configured" {
+		t.Errorf("another operator's ConfigMap in %s: %s %q, want Configured", ns, p.Action, p.Message)
+	}
+	// An explicit --fieldops-namespace wins.
+	plans = planJSON(t, planFile(t, `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-own-objects}
+spec:
+  target: {apiVersion: v1, kind: ServiceAccount, namespace: `+ns+`, name: fieldops-controller-manager}
+  patch: {metadata: {labels: {x: "y"}}}
+`), "--fieldops-namespace", "elsewhere")
+	if len(plans) != 1 || plans[0].Reason == "ForbiddenTarget" {
+		t.Errorf("with --fieldops-namespace elsewhere: %s, want no ForbiddenTarget", mustJSON(t, plans))
 	}
 }
