@@ -225,7 +225,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := o.planner()
+	p, err := o.planner(ctx)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func skippedName(u *unstructured.Unstructured) string {
 	return u.GetKind() + " " + name
 }
 
-func (o *planOptions) planner() (*planner, error) {
+func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 	c, err := newClient(o.flags)
 	if err != nil {
 		return nil, err
@@ -349,7 +349,7 @@ func (o *planOptions) planner() (*planner, error) {
 	own := o.ownNamespace
 	if own == "" {
 		var note string
-		if own, note, err = findOwnNamespace(context.Background(), c); err != nil {
+		if own, note, err = findOwnNamespace(ctx, c); err != nil {
 			return nil, err
 		}
 		if note != "" {
