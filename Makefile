@@ -19,6 +19,10 @@ BUF ?= $(LOCALBIN)/buf-$(BUF_VERSION)
 # buf finds the protoc plugins on PATH, under their plain names.
 PROTOC_PLUGINS ?= $(LOCALBIN)/protoc-plugins-go$(PROTOC_GEN_GO_VERSION)-grpc$(PROTOC_GEN_GO_GRPC_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+# promtool, for the rule unit tests of config/prometheus/alerts.yaml. The
+# Prometheus module's versions are v0.3XX.y for Prometheus v3.XX.y.
+PROMETHEUS_VERSION ?= v0.316.0
+PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 
 # The local control plane (internal/localcp), built from the pinned modules of
 # test/tools (Kubernetes and etcd) and test/tools/kwok. Each binary's path
@@ -103,8 +107,12 @@ verify-generated: generate manifests ## Fail when generated files differ from th
 # run on 2 cores). The heap tests measure live heap after runtime.GC(),
 # which GOGC does not change.
 TEST_GOGC ?= 400
-test: control-plane ## Run every test (unit and against the local control plane).
-	GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) ./...
+test: control-plane $(PROMTOOL) ## Run every test (unit and against the local control plane).
+	PROMTOOL=$(PROMTOOL) GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-alerts
+test-alerts: control-plane $(PROMTOOL) ## Run promtool's rule unit tests of the alerts (config/prometheus/alerts_test.yaml).
+	PROMTOOL=$(PROMTOOL) CGO_ENABLED=0 go test -count=1 -trimpath -run '^TestAlertRules$$' ./test/deploy/
 
 # The randomized ownership test (test/invariants): `make test` runs 100
 # sequences from seed 1; `make fuzz` runs N from SEED (default: the time,
@@ -183,7 +191,7 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 	for p in $(KUBECTL_FIELDOPS_PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; exe=kubectl-fieldops; [ $$os = windows ] && exe=$$exe.exe; \
 	  dir=$(DIST)/kubectl-fieldops_v$(VERSION)_$${os}_$${arch}; mkdir -p $$dir; cp LICENSE $$dir/; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags=-s -o $$dir/$$exe ./cmd/kubectl-fieldops; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -X main.version=v$(VERSION)" -o $$dir/$$exe ./cmd/kubectl-fieldops; \
 	  tar -czf $$dir.tar.gz -C $$dir $$exe LICENSE; rm -rf $$dir; \
 	done
 	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
@@ -229,6 +237,18 @@ undeploy: $(KUSTOMIZE) ## Remove fieldops from the current cluster (delete Field
 .PHONY: bundle
 bundle: manifests ## Regenerate bundle/ and bundle.Dockerfile from config/: make bundle VERSION=x.y.z [IMG=...].
 	go run ./hack/bundle --version $(VERSION) --image $(IMG)
+
+# operator-framework/api's validators, built from the pinned module of
+# test/tools/olmvalidate (a module of its own).
+OLM_API_VERSION := $(shell sed -n 's|^require github.com/operator-framework/api \(v[^ ]*\).*|\1|p' test/tools/olmvalidate/go.mod)
+OLMVALIDATE := $(LOCALBIN)/olmvalidate-$(OLM_API_VERSION)
+
+$(OLMVALIDATE):
+	mkdir -p $(@D) && cd test/tools/olmvalidate && CGO_ENABLED=0 go build -o $@ .
+
+.PHONY: bundle-validate
+bundle-validate: $(OLMVALIDATE) ## Check bundle/ with operator-framework/api's validators (default, good practices, OperatorHub, multiple architectures).
+	$(OLMVALIDATE) bundle
 
 .PHONY: bundle-build
 bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
@@ -277,6 +297,13 @@ $(PROTOC_PLUGINS):
 $(KUSTOMIZE):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(LOCALBIN)/kustomize $@
+
+$(PROMTOOL):
+	GOBIN=$(LOCALBIN) CGO_ENABLED=0 go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+	mv $(LOCALBIN)/promtool $@
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool (about 5 min on 2 cores the first time).
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize.

@@ -22,6 +22,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/scheme"
+	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -130,6 +131,8 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err := ps.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up PodSet controller: %w", err)
 	}
+	// fieldops_objects reads the informer cache the controllers fill.
+	metrics.Objects.SetReader(mgr.GetCache())
 	return nil
 }
 

@@ -7,11 +7,12 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Controller label values.
+// Controller label values: the names of the controllers in
+// controller-runtime's own metrics (controller_runtime_reconcile_total).
 const (
 	ControllerFieldPatch        = "fieldpatch"
 	ControllerClusterFieldPatch = "clusterfieldpatch"
-	ControllerWorkload          = "workload"
+	ControllerWorkload          = "managedworkload"
 	ControllerPodSet            = "podset"
 )
 
@@ -26,12 +27,17 @@ const (
 )
 
 var (
-	// ApplyTotal counts the outcome of every object an intent was applied
-	// to. action is the ownership core's Action (Created, Configured,
-	// Unchanged, Conflicted) or Failed; kind is the object's kind.
+	// ApplyTotal counts the writes of an intent to an object (action
+	// Created, Configured; Migrated: a ManagedWorkload moved legacy
+	// ownership) and the attempts that failed (Conflicted: a conflict the
+	// policy fails on; Failed: any other error), one per reconcile that
+	// wrote or failed. An apply that changes nothing (Unchanged) is not
+	// counted. kind is the object's kind. Objects that never reach an
+	// apply (an invalid patch, an unknown kind) are counted by
+	// fieldops_objects under their Ready reason.
 	ApplyTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fieldops_apply_total",
-		Help: "Applies of an intent to an object, by controller, object kind and action (Created, Configured, Unchanged, Conflicted, Failed).",
+		Help: "Writes of an intent to an object (Created, Configured, Migrated) and failed attempts (Conflicted, Failed), by controller, object kind and action; applies that change nothing are not counted.",
 	}, []string{"controller", "kind", "action"})
 
 	// DriftTotal counts repairs of owned fields another actor changed.
@@ -109,5 +115,5 @@ func SetContested(controller, namespace, name, manager string) {
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal, PluginCallDuration, PluginFailuresTotal, HandBacksTotal, Contested)
+	ctrlmetrics.Registry.MustRegister(ApplyTotal, DriftTotal, ConflictsTotal, PodUpdatesTotal, PluginCallDuration, PluginFailuresTotal, HandBacksTotal, Contested, Objects)
 }

@@ -303,11 +303,11 @@ type FieldPatchStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=fieldops,shortName=fp
-// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kind`
-// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
-// +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`
+// +kubebuilder:printcolumn:name="Target-Kind",type=string,JSONPath=`.spec.target.kind`,description="The kind of the patched object."
+// +kubebuilder:printcolumn:name="Target-Name",type=string,JSONPath=`.spec.target.name`,description="The name of the patched object, in the patch's namespace."
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason: why the patch is or is not applied."
+// +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`,description="How many fields the patch's field manager owns on the target."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FieldPatch struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -332,12 +332,12 @@ type FieldPatchList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=fieldops,shortName=cfp
-// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kind`
-// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.target.namespace`
-// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.spec.target.name`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
-// +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`
+// +kubebuilder:printcolumn:name="Target-Kind",type=string,JSONPath=`.spec.target.kind`,description="The kind of the patched object."
+// +kubebuilder:printcolumn:name="Target-Namespace",type=string,JSONPath=`.spec.target.namespace`,description="The namespace of the patched object; empty for a cluster-scoped one."
+// +kubebuilder:printcolumn:name="Target-Name",type=string,JSONPath=`.spec.target.name`,description="The name of the patched object."
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason: why the patch is or is not applied."
+// +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`,description="How many fields the patch's field manager owns on the target."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterFieldPatch struct {
 	metav1.TypeMeta   `json:",inline"`

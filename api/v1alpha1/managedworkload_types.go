@@ -210,11 +210,11 @@ type ManagedWorkloadStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=fieldops,shortName=mw
-// +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.applied`
-// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
-// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`,priority=1
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.applied`,description="Objects of the inventory that are applied."
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`,description="Objects of the inventory that could not be applied (see each entry's reason)."
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`,priority=1,description="ServerSideApply, or Legacy when the ServerSideApply gate is off."
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ManagedWorkload struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -97,7 +97,7 @@ func run() error {
 		if err := installFinalizerPolicy(ctx, cp.Config); err != nil {
 			return nil, err
 		}
-		created, err := applyUpstream(ctx, cp.Config, root)
+		created, err := localcp.ApplyUpstream(ctx, cp.Config, root)
 		if err != nil {
 			return nil, err
 		}

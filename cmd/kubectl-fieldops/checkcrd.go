@@ -29,14 +29,16 @@ var ErrWouldBreak = errors.New("the new CRD would break stored objects")
 type checkCRDOptions struct {
 	flags   *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
-	output  string
+	output  *outputFlags
 	color   string
+	// file is -f: the file of the new CRDs, - for standard input.
+	file string
 }
 
 func newCheckCRDCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &checkCRDOptions{flags: flags, streams: streams}
+	o := &checkCRDOptions{flags: flags, streams: streams, output: newOutputFlags(false)}
 	cmd := &cobra.Command{
-		Use:   "check-crd NEW-CRD.yaml",
+		Use:   "check-crd -f NEW-CRD.yaml",
 		Short: "Report what a change of a CRD's list and map types would break in the objects already stored",
 		Long: `Compare each CustomResourceDefinition of the file (- reads standard input)
 with the one the server serves and find every list and map whose
@@ -64,19 +66,45 @@ and report, per object and path:
            managedFields; objects without managedFields are owned by
            before-first-apply on their first server-side apply.
 
-It exits non-zero when anything would break. Nothing is written.`,
-		Example: `  kubectl fieldops check-crd config/crd/bases/example.com_widgets.yaml
-  controller-gen crd paths=./api/... output:stdout | kubectl fieldops check-crd - -o yaml`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
+It exits non-zero when anything would break. Nothing is written.
+
+The file is named with -f, as for plan; the positional form
+(check-crd FILE) still works but is deprecated.`,
+		Example: `  kubectl fieldops check-crd -f config/crd/bases/example.com_widgets.yaml
+  controller-gen crd paths=./api/... output:stdout | kubectl fieldops check-crd -f - -o yaml`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := o.fileArg(args)
+			if err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), file)
+		},
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (the findings); default a table")
+	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "the file of the new CustomResourceDefinitions (- reads standard input)")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	o.output.addFlags(cmd, "the findings")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the severity: auto (when printing to a terminal and NO_COLOR is unset), always or never")
-	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}, "color": colorModes})
+	registerFlagCompletions(cmd, map[string][]string{"color": colorModes})
 	return cmd
+}
+
+// fileArg is the file of -f, or of the deprecated positional argument
+// (with a warning on standard error).
+func (o *checkCRDOptions) fileArg(args []string) (string, error) {
+	switch {
+	case o.file != "" && len(args) > 0:
+		return "", fmt.Errorf("name the file once: -f %s, not also %s", o.file, args[0])
+	case o.file != "":
+		return o.file, nil
+	case len(args) == 1:
+		fmt.Fprintf(o.streams.ErrOut, "Warning: check-crd FILE is deprecated: use check-crd -f %s\n", args[0])
+		return args[0], nil
+	}
+	return "", errors.New("check-crd needs -f FILE (- reads standard input)")
 }
 
 // CRDFinding is one finding of check-crd; -o json prints a list of them.
@@ -128,10 +156,8 @@ func readCRDs(r io.Reader) ([]*apiextv1.CustomResourceDefinition, error) {
 }
 
 func (o *checkCRDOptions) run(ctx context.Context, file string) error {
-	switch o.output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.output)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	paint, err := newPainter(o.color, o.streams.Out)
 	if err != nil {
@@ -162,8 +188,12 @@ func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 		}
 		findings = append(findings, fs...)
 	}
-	if o.output != "" {
-		if err := printDocument(o.streams.Out, o.output, findings); err != nil {
+	if !o.output.table() {
+		named := make([]*unstructured.Unstructured, 0, len(findings))
+		for _, f := range findings {
+			named = append(named, namedObject(f.Version, f.Kind, f.Namespace, f.Name))
+		}
+		if err := o.output.printDoc(o.streams.Out, findings, named); err != nil {
 			return err
 		}
 	} else if len(findings) > 0 {

@@ -347,7 +347,7 @@ func TestCheckCRDBreaks(t *testing.T) {
 			if err := os.WriteFile(file, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			out, stderr, err := plugin(t, "check-crd", file, "-o", "json")
+			out, stderr, err := plugin(t, "check-crd", "-f", file, "-o", "json")
 			if !errors.Is(err, ErrWouldBreak) {
 				t.Fatalf("check-crd: %v, want ErrWouldBreak\n%s%s", err, out, stderr)
 			}

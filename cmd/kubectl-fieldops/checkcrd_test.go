@@ -65,7 +65,7 @@ func TestCheckCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, stderr, err := plugin(t, "check-crd", file)
+	out, stderr, err := plugin(t, "check-crd", "-f", file)
 	if !errors.Is(err, ErrWouldBreak) {
 		t.Fatalf("check-crd: %v, want ErrWouldBreak\n%s%s", err, out, stderr)
 	}
@@ -73,14 +73,25 @@ func TestCheckCRD(t *testing.T) {
 	if want := "gadgets.checkcrd.example.com: 2 object(s) checked against v1 .spec.ports: atomic → map[name]\n"; !strings.HasPrefix(stderr, want) {
 		t.Errorf("stderr %q, want %q first", stderr, want)
 	}
-	out, _, err = plugin(t, "check-crd", file, "-o", "json")
+	// The positional form of before -f still works, with a warning.
+	out, stderr, err = plugin(t, "check-crd", file, "-o", "json")
 	if !errors.Is(err, ErrWouldBreak) {
 		t.Fatalf("check-crd -o json: %v", err)
 	}
 	golden(t, "check-crd-break.json", out)
+	if want := "Warning: check-crd FILE is deprecated: use check-crd -f "; !strings.HasPrefix(stderr, want) {
+		t.Errorf("check-crd FILE: stderr %q, want %q first", stderr, want)
+	}
+	if _, _, err := plugin(t, "check-crd", "-f", file, file); err == nil || !strings.Contains(err.Error(), "name the file once") {
+		t.Errorf("check-crd -f FILE FILE: %v, want an error", err)
+	}
+	out, _, _ = plugin(t, "check-crd", "-f", file, "-o", "jsonpath={.items[0].severity} {.items[0].path}")
+	if want := "Warning .spec.ports"; out != want {
+		t.Errorf("check-crd -o jsonpath: %q, want %q", out, want)
+	}
 	// The served CRD compared with itself: nothing to report.
 	same, _ := yaml.Marshal(widgetsCRD(t, ""))
-	if out, stderr, err := pluginIn(t, string(same), "check-crd", "-", "--kubeconfig", kubeconfig); err != nil || out != "" || !strings.Contains(stderr, "no list or map type changes") {
+	if out, stderr, err := pluginIn(t, string(same), "check-crd", "-f", "-", "--kubeconfig", kubeconfig); err != nil || out != "" || !strings.Contains(stderr, "no list or map type changes") {
 		t.Errorf("check-crd of the served CRD: %v %q %q", err, out, stderr)
 	}
 

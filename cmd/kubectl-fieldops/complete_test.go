@@ -56,7 +56,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"owners", "-n", "complete", "cm/settings", "--manager", ""}, []string{"flux", "helm"}},
 		{[]string{"owners", "-n", "compl"}, []string{"complete"}},
 		{[]string{"owners", "--color", ""}, []string{"auto", "always", "never"}},
-		{[]string{"status", "-o", ""}, []string{"json", "yaml"}},
+		{[]string{"status", "-o", ""}, []string{"wide", "json", "yaml", "kyaml", "name", "go-template", "template", "jsonpath", "jsonpath-as-json"}},
+		{[]string{"plan", "-o", ""}, []string{"json", "yaml", "kyaml", "name", "go-template", "template", "jsonpath", "jsonpath-as-json"}},
 	} {
 		if got := complete(t, c.args...); !slices.Equal(got, c.want) {
 			t.Errorf("%q: %q, want %q", c.args, got, c.want)

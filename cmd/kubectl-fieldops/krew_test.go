@@ -9,6 +9,7 @@ import (
 	"testing"
 	"text/template"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 )
 
@@ -74,6 +75,15 @@ func TestKrewManifest(t *testing.T) {
 	}
 	if p.Spec.ShortDescription == "" || strings.Contains(p.Spec.ShortDescription, "\n") || p.Spec.Description == "" || p.Spec.Homepage == "" {
 		t.Errorf("krew needs a one-line shortDescription, a description and a homepage: %+v", p.Spec)
+	}
+	// The description names every command of the plugin.
+	for _, c := range NewCommand(genericiooptions.IOStreams{}).Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(c.Name()) + `\s`).MatchString(p.Spec.Description) {
+			t.Errorf("the krew description does not name the command %s:\n%s", c.Name(), p.Spec.Description)
+		}
 	}
 	archive := regexp.MustCompile(`^https://github\.com/fieldops/fieldops/releases/download/` + tag + `/kubectl-fieldops_` + tag + `_([a-z]+)_([a-z0-9]+)\.tar\.gz$`)
 	seen := map[string]bool{}

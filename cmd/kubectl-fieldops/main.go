@@ -2,10 +2,16 @@
 // PATH and run `kubectl fieldops`.
 //
 //	kubectl fieldops owners (TYPE/NAME... | TYPE NAME... | TYPE -l SELECTOR | -f FILE [--local])
-//	                        [-n NS] [--manager NAME] [-o json|yaml] [--color auto|always|never] [--time age|rfc3339|none]
-//	kubectl fieldops status [-n NS | -A] [-l SELECTOR] [-o json|yaml] [--color auto|always|never]
-//	kubectl fieldops plan -f FILE [-o json|yaml]
-//	kubectl fieldops check-crd NEW-CRD.yaml [-o json|yaml]
+//	                        [-n NS] [--manager NAME] [-o FORMAT] [--color auto|always|never] [--time age|rfc3339|none]
+//	kubectl fieldops status [-n NS | -A] [-l SELECTOR] [-o wide|FORMAT] [--color auto|always|never]
+//	kubectl fieldops plan -f FILE [-o FORMAT]
+//	kubectl fieldops check-crd -f NEW-CRD.yaml [-o FORMAT]
+//	kubectl fieldops version [-o json|yaml]
+//
+// FORMAT is json or yaml (the command's documents) or one of kubectl's
+// printers through k8s.io/cli-runtime: name, jsonpath=..., go-template=...
+// An empty result prints "No resources found" on standard error and
+// succeeds, as kubectl get does.
 //
 // owners prints an object's YAML with the field manager, operation and age
 // of the managed fields entry owning each line (the view kubectl-blame
@@ -14,7 +20,8 @@
 // and contested fields; check-crd reports what a change of a CRD's list
 // and map types would break in the stored objects (internal/crdcheck);
 // plan shows what a FieldPatch or ManagedWorkload would do, with the
-// controllers' own intent code and a server-side dry run.
+// controllers' own intent code and a server-side dry run (other objects
+// of its files are skipped); version prints the plugin's release.
 // Kubeconfig flags are kubectl's (k8s.io/cli-runtime).
 //
 // Linked or copied as kubectl_complete-fieldops on PATH, the binary

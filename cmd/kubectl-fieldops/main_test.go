@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -169,4 +170,21 @@ func fixClock(t *testing.T, obj *unstructured.Unstructured) {
 	old := now
 	now = func() time.Time { return newest.Add(3 * time.Hour) }
 	t.Cleanup(func() { now = old })
+}
+
+// version prints the release, Go version and platform, contacting no
+// server; -o json and jsonpath print the same.
+func TestVersion(t *testing.T) {
+	out, stderr, err := pluginIn(t, "", "version")
+	if err != nil || !regexp.MustCompile(`^kubectl-fieldops \S+( \(\w+(-dirty)?\))? go\S+ \w+/\w+\n$`).MatchString(out) {
+		t.Errorf("version: %v %q %q", err, out, stderr)
+	}
+	out, _, err = pluginIn(t, "", "version", "-o", "json")
+	var v VersionInfo
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Version == "" || v.GoVersion == "" || v.Platform == "" {
+		t.Errorf("version -o json: %v %q", err, out)
+	}
+	if out, _, err := pluginIn(t, "", "version", "-o", "jsonpath={.platform}"); err != nil || out != v.Platform {
+		t.Errorf("version -o jsonpath: %v %q, want %q", err, out, v.Platform)
+	}
 }

@@ -31,7 +31,7 @@ type ownersOptions struct {
 	allNamespaces bool
 	local         bool
 	manager       string
-	output        string
+	output        *outputFlags
 	color         string
 	timeFormat    string
 }
@@ -42,7 +42,7 @@ var timeFormats = []string{"age", "rfc3339", "none"}
 
 func newOwnersCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
 	filenames, recursive := []string{}, false
-	o := &ownersOptions{flags: flags, streams: streams, now: now,
+	o := &ownersOptions{flags: flags, streams: streams, now: now, output: newOutputFlags(false),
 		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs of the objects (- reads standard input); the live objects are shown unless --local", Filenames: &filenames, Recursive: &recursive}}
 	cmd := &cobra.Command{
 		Use:   "owners (TYPE/NAME ... | TYPE NAME ... | TYPE -l SELECTOR | -f FILE)",
@@ -86,10 +86,11 @@ https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-manageme
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with -l, look in every namespace")
 	cmd.Flags().BoolVar(&o.local, "local", false, "show the objects of -f as they are in the file (with their metadata.managedFields); contact no server")
 	cmd.Flags().StringVar(&o.manager, "manager", "", "show only the lines this field manager owns (and the lines that enclose them)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (the owned fields and their owners); default annotated YAML")
+	o.output.addFlags(cmd, "the owned fields and their owners")
+	cmd.Flags().Lookup("output").Usage = strings.Replace(cmd.Flags().Lookup("output").Usage, "Default: a table", "Default: the annotated YAML", 1)
 	cmd.Flags().StringVar(&o.color, "color", "auto", "colour field managers: auto (when printing to a terminal and NO_COLOR is unset), always or never")
 	cmd.Flags().StringVar(&o.timeFormat, "time", "age", "time column of the annotated YAML: age (of the newest owning entry), rfc3339 (its time, UTC) or none")
-	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}, "color": colorModes, "time": timeFormats})
+	registerFlagCompletions(cmd, map[string][]string{"color": colorModes, "time": timeFormats})
 	_ = cmd.RegisterFlagCompletionFunc("manager", completeManagers(flags))
 	return cmd
 }
@@ -134,10 +135,8 @@ type ownedObject struct {
 }
 
 func (o *ownersOptions) validate(args []string) error {
-	switch o.output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.output)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	if !slices.Contains(timeFormats, o.timeFormat) {
 		return fmt.Errorf("--time %q: want %s", o.timeFormat, strings.Join(timeFormats, ", "))
@@ -238,8 +237,17 @@ func (o *ownersOptions) run(args []string) error {
 		}
 		objs = kept
 	}
+	if len(objs) == 0 && errs == nil && o.output.format() != outputJSON && o.output.format() != outputYAML {
+		// As kubectl get: nothing matched is no error.
+		ns := ""
+		if !o.allNamespaces && !o.local {
+			ns, _, _ = o.flags.ToRawKubeConfigLoader().Namespace()
+		}
+		noResources(o.streams.ErrOut, ns)
+		return nil
+	}
 	var err2 error
-	if o.output != "" {
+	if !o.output.table() {
 		err2 = o.printFields(objs, single)
 	} else {
 		err2 = o.printLines(o.streams.Out, objs, paint)
@@ -356,7 +364,11 @@ func (o *ownersOptions) printFields(objs []ownedObject, single bool) error {
 		}
 		doc = list
 	}
-	return printDocument(o.streams.Out, o.output, doc)
+	named := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, ob := range objs {
+		named = append(named, namedObject(ob.obj.GetAPIVersion(), ob.obj.GetKind(), ob.obj.GetNamespace(), ob.obj.GetName()))
+	}
+	return o.output.printDoc(o.streams.Out, doc, named)
 }
 
 // printDocument prints doc as indented JSON, or as YAML when output is

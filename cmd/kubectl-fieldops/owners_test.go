@@ -83,7 +83,7 @@ func TestOwnersErrors(t *testing.T) {
 		{[]string{"owners", "configmap/missing", "-n", "blame-errors"}, `configmaps "missing" not found`},
 		{[]string{"owners", "nosuchkind/x", "-n", "blame-errors"}, `the server doesn't have a resource type "nosuchkind"`},
 		{[]string{"owners", "configmap/c", "-n", "blame-errors", "--manager", "nobody"}, `field manager "nobody" owns no field of ConfigMap c (managers: helm)`},
-		{[]string{"owners", "configmap/c", "-n", "blame-errors", "-o", "wide"}, `--output "wide": want json or yaml`},
+		{[]string{"owners", "configmap/c", "-n", "blame-errors", "-o", "wide"}, `--output "wide": want one of json, yaml`},
 		{[]string{"owners", "configmap", "-n", "blame-errors"}, `owners needs a name or a selector: TYPE/NAME, TYPE NAME or TYPE -l SELECTOR, got "configmap"`},
 		{[]string{"owners", "-n", "blame-errors"}, `owners needs objects: TYPE/NAME, TYPE NAME, TYPE -l SELECTOR or -f FILE`},
 		{[]string{"owners", "configmap/c", "-f", "x.yaml"}, `name objects either by TYPE/NAME, TYPE -l SELECTOR or -f FILE, not both`},
@@ -98,6 +98,28 @@ func TestOwnersErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v (stderr %q), want %q", c.args, err, stderr, c.want)
 		}
+	}
+}
+
+// A selector that matches nothing is no error: kubectl get's note on
+// standard error, nothing on standard output, exit 0. The printers of
+// kubectl (-o name, jsonpath) print the objects found.
+func TestOwnersNoResources(t *testing.T) {
+	createNamespace(t, "blame-none")
+	applyAs(t, "helm", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "blame-none", "labels": {"app": "c"}}, "data": {"a": "1"}}`)
+	out, stderr, err := plugin(t, "owners", "configmap", "-l", "nothing=here", "-n", "blame-none")
+	if err != nil || out != "" || stderr != "No resources found in blame-none namespace.\n" {
+		t.Errorf("owners -l nothing=here: %v stdout %q stderr %q", err, out, stderr)
+	}
+	out, stderr, err = plugin(t, "owners", "configmap", "-l", "nothing=here", "-A")
+	if err != nil || out != "" || stderr != "No resources found\n" {
+		t.Errorf("owners -l nothing=here -A: %v stdout %q stderr %q", err, out, stderr)
+	}
+	if out, _, err := plugin(t, "owners", "configmap", "-l", "app=c", "-n", "blame-none", "-o", "name"); err != nil || out != "configmap/c\n" {
+		t.Errorf("owners -o name: %v %q", err, out)
+	}
+	if out, _, err := plugin(t, "owners", "configmap/c", "-n", "blame-none", "-o", "jsonpath={.fields[0].owners[0].manager}"); err != nil || out != "helm" {
+		t.Errorf("owners -o jsonpath: %v %q", err, out)
 	}
 }
 

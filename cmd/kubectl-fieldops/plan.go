@@ -34,7 +34,7 @@ type planOptions struct {
 	flags   *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
 	files   genericclioptions.FileNameFlags
-	output  string
+	output  *outputFlags
 	// ownNamespace is the manager's namespace: the controller refuses
 	// targets in it (patchtarget.Protected).
 	ownNamespace string
@@ -46,8 +46,8 @@ type planOptions struct {
 
 func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	filenames, recursive := []string{}, false
-	o := &planOptions{flags: flags, streams: streams,
-		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs of FieldPatches, ClusterFieldPatches or ManagedWorkloads (- reads standard input)", Filenames: &filenames, Recursive: &recursive}}
+	o := &planOptions{flags: flags, streams: streams, output: newOutputFlags(false),
+		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding FieldPatches, ClusterFieldPatches or ManagedWorkloads (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE",
 		Short: "Show what a FieldPatch, ClusterFieldPatch or ManagedWorkload would do, with a server-side dry run",
@@ -76,18 +76,24 @@ For a patch, one row per field:
 For a workload, one row per object: created, configured or unchanged,
 the fields it would take from other managers, and why an object would
 fail. The command exits non-zero when a plan would fail (a conflict
-under conflictPolicy Fail, an invalid patch, a missing target).`,
+under conflictPolicy Fail, an invalid patch, a missing target).
+
+The files may hold other objects (a chart's or a kustomization's whole
+output, a Namespace, the targets themselves): plan plans the
+FieldPatches, ClusterFieldPatches and ManagedWorkloads among them and
+says on standard error which objects it skipped.`,
 		Example: `  kubectl fieldops plan -f fieldpatch.yaml
   kubectl fieldops plan -f workload.yaml -o yaml
-  helm template ./patches | kubectl fieldops plan -f -`,
+  helm template ./patches | kubectl fieldops plan -f -
+  kubectl kustomize config/samples | kubectl fieldops plan -f -
+  kubectl fieldops plan -f patches/ -R -o jsonpath='{range .items[*]}{.name}: {.action}{"\n"}{end}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
 	o.files.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	o.output.addFlags(cmd, "a list of plans")
 	cmd.Flags().StringVar(&o.pluginConfig, "plugin-config", "", "the manager's --plugin-config file: conflicts of a patch with conflictPolicy Plugin are then decided by that plugin, run here as the manager runs it (same binary, same SHA-256); without it, by its conflictPluginFallback")
-	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "fieldops-system", "the namespace the fieldops manager runs in (its --namespace): the controller refuses targets in it, and so does the plan")
-	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}})
+	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "", "the namespace the fieldops manager runs in (its --namespace): the controller refuses its own objects there, and so does the plan (default: the namespace of the manager's leader election Lease fieldops.dev or of its Deployment, else fieldops-system)")
 	return cmd
 }
 
@@ -212,16 +218,14 @@ type planner struct {
 }
 
 func (o *planOptions) run(ctx context.Context) error {
-	switch o.output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.output)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	docs, err := o.documents()
 	if err != nil {
 		return err
 	}
-	p, err := o.planner()
+	p, err := o.planner(ctx)
 	if err != nil {
 		return err
 	}
@@ -247,8 +251,12 @@ func (o *planOptions) run(ctx context.Context) error {
 		}
 		plans = append(plans, plan)
 	}
-	if o.output != "" {
-		err = printDocument(o.streams.Out, o.output, plans)
+	if !o.output.table() {
+		named := make([]*unstructured.Unstructured, 0, len(plans))
+		for _, p := range plans {
+			named = append(named, namedObject(v1alpha1.GroupVersion.String(), p.Kind, p.Namespace, p.Name))
+		}
+		err = o.output.printDoc(o.streams.Out, plans, named)
 	} else {
 		err = writePlans(o.streams.Out, plans)
 	}
@@ -261,8 +269,13 @@ func (o *planOptions) run(ctx context.Context) error {
 	return nil
 }
 
+// plannable are the kinds plan plans.
+var plannable = []string{"FieldPatch", "ClusterFieldPatch", "ManagedWorkload"}
+
 // documents reads the objects of -f without contacting the server
-// (cli-runtime's resource builder, local), List kinds flattened.
+// (cli-runtime's resource builder, local), List kinds flattened, and
+// keeps the FieldPatches, ClusterFieldPatches and ManagedWorkloads: the
+// other objects are skipped, and named on standard error.
 func (o *planOptions) documents() ([]*unstructured.Unstructured, error) {
 	files := o.files.ToOptions()
 	if len(files.Filenames) == 0 {
@@ -279,23 +292,38 @@ func (o *planOptions) documents() ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
+	var skipped []string
 	for _, info := range infos {
 		u, ok := info.Object.(*unstructured.Unstructured)
 		if !ok {
 			return nil, fmt.Errorf("%s: unexpected object type %T", info.Source, info.Object)
 		}
-		if u.GroupVersionKind().Group != v1alpha1.GroupVersion.Group {
-			return nil, fmt.Errorf("%s: %s %s is not a FieldPatch, ClusterFieldPatch or ManagedWorkload", info.Source, u.GetKind(), u.GetName())
+		if u.GroupVersionKind().Group != v1alpha1.GroupVersion.Group || !slices.Contains(plannable, u.GetKind()) {
+			skipped = append(skipped, skippedName(u))
+			continue
 		}
 		out = append(out, u)
 	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(o.streams.ErrOut, "Skipped %d object(s) that are not FieldPatches, ClusterFieldPatches or ManagedWorkloads: %s\n", len(skipped), strings.Join(skipped, ", "))
+	}
 	if len(out) == 0 {
-		return nil, errors.New("no objects to plan in -f")
+		return nil, errors.New("no FieldPatch, ClusterFieldPatch or ManagedWorkload to plan in -f")
 	}
 	return out, nil
 }
 
-func (o *planOptions) planner() (*planner, error) {
+// skippedName names an object plan skips: "Namespace demo",
+// "PodSet kafka/kafka" (namespace/name when it has a namespace).
+func skippedName(u *unstructured.Unstructured) string {
+	name := u.GetName()
+	if u.GetNamespace() != "" {
+		name = u.GetNamespace() + "/" + name
+	}
+	return u.GetKind() + " " + name
+}
+
+func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 	c, err := newClient(o.flags)
 	if err != nil {
 		return nil, err
@@ -318,7 +346,17 @@ func (o *planOptions) planner() (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &planner{c: c, ns: ns, applier: applier, ownNamespace: o.ownNamespace}, nil
+	own := o.ownNamespace
+	if own == "" {
+		var note string
+		if own, note, err = findOwnNamespace(ctx, c); err != nil {
+			return nil, err
+		}
+		if note != "" {
+			fmt.Fprintln(o.streams.ErrOut, "Warning:", note)
+		}
+	}
+	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own}, nil
 }
 
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {

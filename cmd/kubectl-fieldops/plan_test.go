@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -385,6 +386,38 @@ spec:
 		t.Fatalf("plan: %v", err)
 	}
 	golden(t, "plan-workload.txt", out)
+
+	// A mixed stream (kubectl kustomize's, helm template's): the other
+	// objects are skipped and named on standard error.
+	mixed := `apiVersion: v1
+kind: Namespace
+metadata: {name: plan-workload}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: loose, namespace: plan-workload}
+---
+apiVersion: fieldops.dev/v1alpha1
+kind: PodSet
+metadata: {name: kafka, namespace: plan-workload}
+spec:
+  selector: {matchLabels: {app: kafka}}
+  template: {metadata: {labels: {app: kafka}}, spec: {containers: [{name: c, image: kafka}]}}
+---
+` + strings.SplitN(stdin, "---\n", 2)[0]
+	out, errOut, err := pluginIn(t, mixed, "plan", "-f", "-", "--kubeconfig", kubeconfig, "-o", "jsonpath={range .items[*]}{.kind}/{.name}: {.action}{end}")
+	if err != nil || out != "ManagedWorkload/shop: Configured" {
+		t.Errorf("plan of a mixed stream: %v %q (stderr %q)", err, out, errOut)
+	}
+	if want := "Skipped 3 object(s) that are not FieldPatches, ClusterFieldPatches or ManagedWorkloads: Namespace plan-workload, ConfigMap plan-workload/loose, PodSet plan-workload/kafka\n"; !strings.Contains(errOut, want) {
+		t.Errorf("plan of a mixed stream: stderr %q, want %q", errOut, want)
+	}
+	if out, _, err := pluginIn(t, mixed, "plan", "-f", "-", "--kubeconfig", kubeconfig, "-o", "name"); err != nil || out != "managedworkload.fieldops.dev/shop\n" {
+		t.Errorf("plan -o name: %v %q", err, out)
+	}
+	if _, _, err := pluginIn(t, strings.SplitN(mixed, "---\n", 2)[0], "plan", "-f", "-", "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), "no FieldPatch, ClusterFieldPatch or ManagedWorkload to plan") {
+		t.Errorf("plan of a stream without fieldops objects: %v", err)
+	}
 	out, _, _ = pluginIn(t, stdin, "plan", "-f", "-", "--kubeconfig", kubeconfig, "-o", "json")
 	var plans []Plan
 	if err := json.Unmarshal([]byte(out), &plans); err != nil {
@@ -571,5 +604,55 @@ spec:
 				t.Errorf("plan's message\n%s\nwant\n%s", plans[0].Message, want)
 			}
 		})
+	}
+}
+
+// Without --fieldops-namespace, plan finds the manager's namespace as the
+// manager knows it: the namespace of its leader election Lease (OLM puts
+// it in the shared namespace operators). There it refuses fieldops's own
+// objects, and plans the other operators' objects.
+func TestPlanFindsManagerNamespace(t *testing.T) {
+	ctx := context.Background()
+	const ns = "olm-operators"
+	createNamespace(t, ns)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "fieldops.dev", Namespace: ns}}
+	if err := k8s.Create(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, lease) })
+	applyAs(t, "other-operator", `{apiVersion: v1, kind: ConfigMap, metadata: {name: other-operator-config, namespace: `+ns+`}, data: {a: "1"}}`)
+	plans := planJSON(t, planFile(t, `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-own-objects}
+spec:
+  target: {apiVersion: v1, kind: ServiceAccount, namespace: `+ns+`, name: fieldops-controller-manager}
+  patch: {metadata: {labels: {x: "y"}}}
+---
+apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-other-operator}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, namespace: `+ns+`, name: other-operator-config}
+  patch: {data: {b: "2"}}
+`))
+	if len(plans) != 2 {
+		t.Fatalf("plans: %s", mustJSON(t, plans))
+	}
+	if p := plans[0]; p.Action != "Invalid" || p.Reason != "ForbiddenTarget" || !strings.Contains(p.Message, `namespace "`+ns+`"`) {
+		t.Errorf("fieldops's own ServiceAccount in %s: %s %s %q, want Invalid ForbiddenTarget naming the namespace", ns, p.Action, p.Reason, p.Message)
+	}
+	if p := plans[1]; p.Action != "Configured" {
+		t.Errorf("another operator's ConfigMap in %s: %s %q, want Configured", ns, p.Action, p.Message)
+	}
+	// An explicit --fieldops-namespace wins.
+	plans = planJSON(t, planFile(t, `apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: plan-own-objects}
+spec:
+  target: {apiVersion: v1, kind: ServiceAccount, namespace: `+ns+`, name: fieldops-controller-manager}
+  patch: {metadata: {labels: {x: "y"}}}
+`), "--fieldops-namespace", "elsewhere")
+	if len(plans) != 1 || plans[0].Reason == "ForbiddenTarget" {
+		t.Errorf("with --fieldops-namespace elsewhere: %s, want no ForbiddenTarget", mustJSON(t, plans))
 	}
 }

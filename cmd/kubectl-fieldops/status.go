@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -23,12 +25,12 @@ type statusOptions struct {
 	streams       genericiooptions.IOStreams
 	allNamespaces bool
 	selector      string
-	output        string
+	output        *outputFlags
 	color         string
 }
 
 func newStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &statusOptions{flags: flags, streams: streams}
+	o := &statusOptions{flags: flags, streams: streams, output: newOutputFlags(true)}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "List FieldPatches, ClusterFieldPatches, ManagedWorkloads and PodSets with readiness and contested fields",
@@ -43,18 +45,25 @@ every namespace (-A), with ClusterFieldPatches, one row each:
              (reason Conflict); for a ManagedWorkload, the objects that
              conflict and the managers owning their fields
   DETAIL     the target and owned fields of a patch, the objects of a
-             workload, the ready pods of a PodSet`,
+             workload, the ready pods of a PodSet
+  MESSAGE    (-o wide) the Ready condition's message
+
+A kind whose CustomResourceDefinition is not installed is left out with
+a warning; the others are listed. With no object, "No resources found"
+goes to standard error, as with kubectl get.`,
 		Example: `  kubectl fieldops status -A
   kubectl fieldops status -n payments -o yaml
-  kubectl fieldops status -l team=payments --color always | less -R`,
+  kubectl fieldops status -l team=payments --color always | less -R
+  kubectl fieldops status -A -o wide
+  kubectl fieldops status -A -o jsonpath='{range .items[?(@.ready!="True")]}{.kind}/{.name}: {.reason}{"\n"}{end}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list objects in every namespace")
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector of the objects to list, as kubectl get -l")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	o.output.addFlags(cmd, "a list of rows (kind, namespace, name, ready, reason, message, contested, detail)")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "colour READY and CONTESTED: auto (when printing to a terminal and NO_COLOR is unset), always or never")
-	registerFlagCompletions(cmd, map[string][]string{"output": {"json", "yaml"}, "color": colorModes})
+	registerFlagCompletions(cmd, map[string][]string{"color": colorModes})
 	return cmd
 }
 
@@ -72,10 +81,8 @@ type StatusRow struct {
 }
 
 func (o *statusOptions) run(ctx context.Context) error {
-	switch o.output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.output)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	paint, err := newPainter(o.color, o.streams.Out)
 	if err != nil {
@@ -94,53 +101,76 @@ func (o *statusOptions) run(ctx context.Context) error {
 		return err
 	}
 	clusterOpts := slices.Clone(opts)
+	ns := ""
 	if !o.allNamespaces {
-		ns, err := namespace(o.flags)
-		if err != nil {
+		if ns, err = namespace(o.flags); err != nil {
 			return err
 		}
 		opts = append(opts, client.InNamespace(ns))
 	}
 	var rows []StatusRow
-	fps := &v1alpha1.FieldPatchList{}
-	if err := c.List(ctx, fps, opts...); err != nil {
-		return err
+	// list lists one kind; a kind the apiserver does not serve (its CRD
+	// is not installed) is left out with a warning.
+	list := func(kind string, l client.ObjectList, opts []client.ListOption) (bool, error) {
+		err := c.List(ctx, l, opts...)
+		if err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
+			fmt.Fprintf(o.streams.ErrOut, "Warning: %s is not served by the apiserver (is the CustomResourceDefinition installed?); listing the other kinds\n", kind)
+			return false, nil
+		}
+		return err == nil, err
 	}
-	for i := range fps.Items {
-		rows = append(rows, patchRow("FieldPatch", &fps.Items[i].ObjectMeta, &fps.Items[i].Spec, &fps.Items[i].Status))
+	fps := &v1alpha1.FieldPatchList{}
+	if ok, err := list("FieldPatch", fps, opts); err != nil {
+		return err
+	} else if ok {
+		for i := range fps.Items {
+			rows = append(rows, patchRow("FieldPatch", &fps.Items[i].ObjectMeta, &fps.Items[i].Spec, &fps.Items[i].Status))
+		}
 	}
 	cfps := &v1alpha1.ClusterFieldPatchList{}
-	if err := c.List(ctx, cfps, clusterOpts...); err != nil {
+	if ok, err := list("ClusterFieldPatch", cfps, clusterOpts); err != nil {
 		return err
-	}
-	for i := range cfps.Items {
-		rows = append(rows, patchRow("ClusterFieldPatch", &cfps.Items[i].ObjectMeta, &cfps.Items[i].Spec, &cfps.Items[i].Status))
+	} else if ok {
+		for i := range cfps.Items {
+			rows = append(rows, patchRow("ClusterFieldPatch", &cfps.Items[i].ObjectMeta, &cfps.Items[i].Spec, &cfps.Items[i].Status))
+		}
 	}
 	mws := &v1alpha1.ManagedWorkloadList{}
-	if err := c.List(ctx, mws, opts...); err != nil {
+	if ok, err := list("ManagedWorkload", mws, opts); err != nil {
 		return err
-	}
-	for i := range mws.Items {
-		rows = append(rows, workloadRow(&mws.Items[i]))
+	} else if ok {
+		for i := range mws.Items {
+			rows = append(rows, workloadRow(&mws.Items[i]))
+		}
 	}
 	pss := &v1alpha1.PodSetList{}
-	if err := c.List(ctx, pss, opts...); err != nil {
+	if ok, err := list("PodSet", pss, opts); err != nil {
 		return err
+	} else if ok {
+		for i := range pss.Items {
+			rows = append(rows, podSetRow(&pss.Items[i]))
+		}
 	}
-	for i := range pss.Items {
-		rows = append(rows, podSetRow(&pss.Items[i]))
+	if len(rows) == 0 && o.output.format() != outputJSON && o.output.format() != outputYAML {
+		noResources(o.streams.ErrOut, ns)
+		return nil
 	}
-	if o.output != "" {
+	if !o.output.table() {
 		if rows == nil {
 			rows = []StatusRow{}
 		}
-		return printDocument(o.streams.Out, o.output, rows)
+		named := make([]*unstructured.Unstructured, 0, len(rows))
+		for _, r := range rows {
+			named = append(named, namedObject(v1alpha1.GroupVersion.String(), r.Kind, r.Namespace, r.Name))
+		}
+		return o.output.printDoc(o.streams.Out, rows, named)
 	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(o.streams.ErrOut, "No fieldops objects found.")
-		return err
+	wide := o.output.format() == outputWide
+	header := []cell{{text: "KIND"}, {text: "NAMESPACE"}, {text: "NAME"}, {text: "READY"}, {text: "REASON"}, {text: "CONTESTED"}, {text: "DETAIL"}}
+	if wide {
+		header = append(header, cell{text: "MESSAGE"})
 	}
-	table := [][]cell{{{text: "KIND"}, {text: "NAMESPACE"}, {text: "NAME"}, {text: "READY"}, {text: "REASON"}, {text: "CONTESTED"}, {text: "DETAIL"}}}
+	table := [][]cell{header}
 	contested := func(s string) string {
 		if s == "-" {
 			return s
@@ -148,8 +178,12 @@ func (o *statusOptions) run(ctx context.Context) error {
 		return paint.paint(sgrYellow, s)
 	}
 	for _, r := range rows {
-		table = append(table, []cell{{text: r.Kind}, {text: dash(r.Namespace)}, {text: r.Name},
-			{text: r.Ready, paint: paint.condition}, {text: dash(r.Reason)}, {text: dash(r.Contested), paint: contested}, {text: r.Detail}})
+		line := []cell{{text: r.Kind}, {text: dash(r.Namespace)}, {text: r.Name},
+			{text: r.Ready, paint: paint.condition}, {text: dash(r.Reason)}, {text: dash(r.Contested), paint: contested}, {text: r.Detail}}
+		if wide {
+			line = append(line, cell{text: dash(oneLine(r.Message))})
+		}
+		table = append(table, line)
 	}
 	return writeTable(o.streams.Out, table)
 }
@@ -219,6 +253,9 @@ func podSetRow(ps *v1alpha1.PodSet) StatusRow {
 	r.Detail = fmt.Sprintf("%d/%d pods ready, %d updated", ps.Status.ReadyReplicas, want, ps.Status.UpdatedReplicas)
 	return r
 }
+
+// oneLine keeps a message on one table line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func dash(s string) string {
 	if s == "" {

@@ -2,14 +2,24 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/test/testkit"
 )
 
 func readyCondition(status metav1.ConditionStatus, reason, message string) []metav1.Condition {
@@ -94,8 +104,40 @@ func TestStatus(t *testing.T) {
 		golden(t, c.golden, out)
 	}
 
+	// kubectl's printers: -o wide, name, jsonpath, go-template.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "-n", "payments", "-o", "name", "-l", "team=payments"}, "fieldpatch.fieldops.dev/pin-replicas\npodset.fieldops.dev/kafka\n"},
+		{[]string{"status", "-n", "payments", "-o", "jsonpath={range .items[*]}{.kind}/{.name}={.reason}{\"\\n\"}{end}", "-l", "team=payments"}, "FieldPatch/pin-replicas=Contested\nPodSet/kafka=Progressing\n"},
+		{[]string{"status", "-n", "payments", "-o", "go-template={{range .items}}{{.name}} {{.ready}}{{\"\\n\"}}{{end}}", "-l", "team=payments"}, "pin-replicas False\nkafka False\n"},
+	} {
+		out, stderr, err := plugin(t, c.args...)
+		if err != nil || out != c.want {
+			t.Errorf("%v: %v %q, want %q (stderr %q)", c.args, err, out, c.want, stderr)
+		}
+	}
+	out, stderr, err := plugin(t, "status", "-n", "payments", "-o", "wide", "-l", "team=payments")
+	if err != nil || !strings.Contains(out, "MESSAGE") || !strings.Contains(out, `field manager "hpa" keeps taking back patched fields; repairs are backed off`) {
+		t.Errorf("status -o wide: %v\n%s%s", err, out, stderr)
+	}
+	// Nothing matches: kubectl's note on standard error, success.
+	out, stderr, err = plugin(t, "status", "-n", "payments", "-l", "nothing=here")
+	if err != nil || out != "" || stderr != "No resources found in payments namespace.\n" {
+		t.Errorf("status -l nothing=here: %v stdout %q stderr %q", err, out, stderr)
+	}
+	out, stderr, err = plugin(t, "status", "-A", "-l", "nothing=here", "-o", "name")
+	if err != nil || out != "" || stderr != "No resources found\n" {
+		t.Errorf("status -A -l nothing=here -o name: %v stdout %q stderr %q", err, out, stderr)
+	}
+	out, _, err = plugin(t, "status", "-A", "-l", "nothing=here", "-o", "json")
+	if err != nil || strings.TrimSpace(out) != "[]" {
+		t.Errorf("status -o json with no object: %v %q, want []", err, out)
+	}
+
 	createNamespace(t, "empty")
-	out, stderr, err := plugin(t, "status", "-n", "empty")
+	out, stderr, err = plugin(t, "status", "-n", "empty")
 	// ClusterFieldPatches are listed in every namespace's view.
 	if err != nil || out == "" {
 		t.Errorf("status -n empty: %v %q %q", err, out, stderr)
@@ -104,12 +146,73 @@ func TestStatus(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"status", "-o", "wide"}, `--output "wide": want json or yaml`},
+		{[]string{"status", "-o", "table"}, `--output "table": want one of wide, json, yaml`},
+		{[]string{"status", "-o", "jsonpath={.items[}"}, `--output "jsonpath={.items[}"`},
 		{[]string{"status", "--color", "yes"}, `--color "yes": want auto, always, never`},
 		{[]string{"status", "-l", "a=(b"}, `--selector: `},
 	} {
 		if _, _, err := plugin(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// status -A lists the kinds the apiserver serves when one fieldops CRD is
+// missing, with a warning naming the missing kind, instead of no rows.
+func TestStatusMissingCRD(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "missing-crd")
+	fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "still-listed", Namespace: "missing-crd"},
+		Spec: patchSpec(v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, `{"spec":{}}`)}
+	create(t, fp, func() { fp.Status.Conditions = readyCondition(metav1.ConditionTrue, "Applied", "1 field applied") })
+
+	crd := &apiextv1.CustomResourceDefinition{}
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "fieldops.dev_podsets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, crd); err != nil {
+		t.Fatal(err)
+	}
+	// No manager runs here: drop the finalizers of the PodSets other
+	// tests made, so that the CRD's deletion completes.
+	var pss v1alpha1.PodSetList
+	if err := k8s.List(ctx, &pss); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pss.Items {
+		if len(pss.Items[i].Finalizers) > 0 {
+			if err := k8s.Patch(ctx, &pss.Items[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := k8s.Delete(ctx, crd.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		restored := crd.DeepCopy()
+		if err := k8s.Create(ctx, restored); err != nil {
+			t.Errorf("restore the PodSet CRD: %v", err)
+			return
+		}
+		if err := envtest.WaitForCRDs(restConfig, []*apiextv1.CustomResourceDefinition{crd}, envtest.CRDInstallOptions{MaxTime: 30 * time.Second, PollInterval: 50 * time.Millisecond}); err != nil {
+			t.Errorf("restore the PodSet CRD: %v", err)
+		}
+	})
+	testkit.Eventually(t, "PodSet CRD gone", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(crd), &apiextv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+
+	out, stderr, err := plugin(t, "status", "-A")
+	if err != nil {
+		t.Fatalf("status -A: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "still-listed") {
+		t.Errorf("status -A lists no FieldPatch while the PodSet CRD is missing:\n%s", out)
+	}
+	if want := "Warning: PodSet is not served by the apiserver"; !strings.Contains(stderr, want) {
+		t.Errorf("status -A: stderr %q, want %q", stderr, want)
 	}
 }

@@ -327,7 +327,8 @@ func (s askedStrategy) Resolve(ctx context.Context, obj *unstructured.Unstructur
 	return s.ConflictStrategy.Resolve(ctx, obj, manager, cs)
 }
 
-// observe records an apply in the fieldops_ metrics.
+// observe records an apply in the fieldops_ metrics: fieldops_apply_total
+// counts writes and failed attempts, not an apply that changed nothing.
 func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, drifter string) {
 	controller := r.controllerName()
 	action := string(res.Action)
@@ -347,7 +348,10 @@ func (r *Reconciler) observe(kind string, res ownershipcore.Result, err error, d
 	for _, c := range res.Yielded {
 		metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
 	}
-	metrics.ApplyTotal.WithLabelValues(controller, kind, action).Inc()
+	if action != string(ownershipcore.ActionUnchanged) {
+		// Writes and failed attempts only: a no-op apply is not counted.
+		metrics.ApplyTotal.WithLabelValues(controller, kind, action).Inc()
+	}
 	if err == nil && drifter != "" && res.Action == ownershipcore.ActionConfigured {
 		metrics.DriftTotal.WithLabelValues(controller, kind).Inc()
 	}

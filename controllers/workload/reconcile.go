@@ -195,6 +195,7 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 			oe = objErr(ReasonApplyFailed, true, "%v", err)
 		}
 	}
+	writes := p.created + p.configured
 	if oe == nil {
 		if p.ssa {
 			oe = r.applySSA(ctx, p, o, &e, prev, hadPrev)
@@ -205,8 +206,29 @@ func (r *Reconciler) reconcileObject(ctx context.Context, p *pass, o *object) v1
 	if oe != nil {
 		r.objectFailed(p, o, &e, oe, prev, hadPrev)
 	}
-	metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, e.Action).Inc()
+	if action := appliedAction(e.Action, oe != nil, p.created+p.configured > writes); action != "" {
+		metrics.ApplyTotal.WithLabelValues(metrics.ControllerWorkload, e.Kind, action).Inc()
+	}
 	return e
+}
+
+// appliedAction is the action label fieldops_apply_total counts for one
+// object of this reconcile, or "" for none. Only what happened in this
+// reconcile counts: a write (wrote: Created, Configured; Migrated, whose
+// entry only the reconcile that moved the managers sets) or a failed
+// attempt (Failed, Conflicted). An entry that keeps the last write's
+// action over an apply that changed nothing, and a repair held back by a
+// contest, count nothing.
+func appliedAction(action string, failed, wrote bool) string {
+	switch {
+	case failed && (action == ActionFailed || action == string(ownershipcore.ActionConflicted)):
+		return action
+	case failed:
+		return ""
+	case wrote, action == ActionMigrated:
+		return action
+	}
+	return ""
 }
 
 // entry starts o's inventory entry and finds its entry in the last

@@ -1,7 +1,7 @@
 // Command bundle writes fieldops's OLM bundle from config/ (see
 // internal/bundle.Generate):
 //
-//	go run ./hack/bundle --version 0.1.0 [--image REGISTRY/fieldops:v0.1.0] [--channels alpha]
+//	go run ./hack/bundle --version 0.1.0 [--image REGISTRY/fieldops:v0.1.0] [--channels candidate]
 //
 // It replaces bundle/manifests, bundle/metadata and bundle/tests and
 // writes bundle.Dockerfile; `make bundle VERSION=x.y.z` runs it.
@@ -31,7 +31,7 @@ func run() error {
 	var channels string
 	flag.StringVar(&o.Version, "version", "", "operator version (semver, no leading v); required")
 	flag.StringVar(&o.Image, "image", "", "manager image (default fieldops/manager:v<version>)")
-	flag.StringVar(&channels, "channels", "alpha", "comma-separated OLM channels; the first is the default")
+	flag.StringVar(&channels, "channels", "candidate", "comma-separated OLM channels; the first is the default")
 	flag.Parse()
 	if o.Version == "" {
 		return fmt.Errorf("--version is required, e.g. make bundle VERSION=0.1.0")

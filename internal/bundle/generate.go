@@ -39,8 +39,9 @@ type Options struct {
 	Image string
 	// Package is the OLM package name; default fieldops.
 	Package string
-	// Channels the bundle is published in; default [alpha]. The first one
-	// is the default channel.
+	// Channels the bundle is published in; default [candidate] (the
+	// channel naming convention's channel for pre-releases). The first
+	// one is the default channel.
 	Channels []string
 }
 
@@ -52,7 +53,7 @@ func (o *Options) defaults() {
 		o.Package = "fieldops"
 	}
 	if len(o.Channels) == 0 {
-		o.Channels = []string{"alpha"}
+		o.Channels = []string{"candidate"}
 	}
 }
 

@@ -138,7 +138,13 @@ func dockerLabels(df []byte) map[string]string {
 //     the CRD's schema;
 //   - alm-examples: a JSON array of objects, each of an owned kind, and an
 //     example for every owned kind;
-//   - only kinds OLM installs from a bundle in manifests/.
+//   - only kinds OLM installs from a bundle in manifests/;
+//   - what operator-framework/api's good-practices and multiple-architectures
+//     validators warn about: channel names that do not follow the
+//     channel naming convention (candidate, fast, stable, optionally with
+//     a suffix such as stable-v1), and a CSV without
+//     operatorframework.io/arch.<arch> and operatorframework.io/os.<os>
+//     labels saying which platforms its image supports.
 func (b *Bundle) Validate() []error {
 	var errs []error
 	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -168,6 +174,11 @@ func (b *Bundle) Validate() []error {
 			add("metadata/annotations.yaml: default channel %q is not among the channels", def)
 		}
 	}
+	for _, c := range strings.Split(b.Annotations["operators.operatorframework.io.bundle.channels.v1"], ",") {
+		if c = strings.TrimSpace(c); c != "" && !ChannelNameOK(c) {
+			add("metadata/annotations.yaml: channel %q does not follow the channel naming convention (candidate, fast or stable, optionally with a suffix: stable-v1)", c)
+		}
+	}
 	for k, v := range b.Annotations {
 		if b.Labels[k] != v {
 			add("bundle.Dockerfile: LABEL %s=%q, want %q as in metadata/annotations.yaml", k, b.Labels[k], v)
@@ -180,6 +191,7 @@ func (b *Bundle) Validate() []error {
 		return errs
 	}
 	errs = append(errs, validateCSV(csv, pkg)...)
+	errs = append(errs, validatePlatformLabels(csv.Labels)...)
 
 	owned := map[string]CRDDescription{}
 	for _, d := range csv.Spec.CustomResourceDefinitions.Owned {
@@ -401,4 +413,48 @@ func schemaHasPath(v *apiextensionsv1.CustomResourceValidation, path string) boo
 		s = &p
 	}
 	return true
+}
+
+// ChannelNameOK reports whether an OLM channel name follows the channel
+// naming convention of the operator framework
+// (olm.operatorframework.io/docs/best-practices/channel-naming), which
+// operator-framework/api's good-practices validator checks: candidate,
+// fast or stable, alone or followed by "-" and a suffix (stable-v1).
+func ChannelNameOK(name string) bool {
+	for _, p := range []string{"candidate", "fast", "stable"} {
+		if name == p || strings.HasPrefix(name, p+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// Platform label prefixes of a CSV: operatorframework.io/arch.<arch>:
+// supported and operatorframework.io/os.<os>: supported declare the
+// platforms the operator's image runs on (OLM's multi-arch support;
+// operator-framework/api's multiple-architectures validator).
+const (
+	ArchLabelPrefix = "operatorframework.io/arch."
+	OSLabelPrefix   = "operatorframework.io/os."
+)
+
+// validatePlatformLabels wants at least one arch and one os label, each
+// with the value supported.
+func validatePlatformLabels(labels map[string]string) []error {
+	var errs []error
+	arch, os := false, false
+	for k, v := range labels {
+		isArch, isOS := strings.HasPrefix(k, ArchLabelPrefix), strings.HasPrefix(k, OSLabelPrefix)
+		if (isArch || isOS) && v != "supported" {
+			errs = append(errs, fmt.Errorf("CSV label %s=%q, want supported", k, v))
+		}
+		arch, os = arch || isArch, os || isOS
+	}
+	if !arch {
+		errs = append(errs, fmt.Errorf("CSV has no %s<arch>: supported label", ArchLabelPrefix))
+	}
+	if !os {
+		errs = append(errs, fmt.Errorf("CSV has no %s<os>: supported label", OSLabelPrefix))
+	}
+	return errs
 }

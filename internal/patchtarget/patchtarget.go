@@ -43,23 +43,45 @@ func refuse(reason string, format string, args ...interface{}) error {
 
 // Protected reports whether an object is part of fieldops itself, which no
 // fieldops object may change (a FieldPatch that widened fieldops's own
-// CRD or RBAC would reach beyond every tenant): its CustomResourceDefinitions
-// (*.fieldops.dev), its ClusterRoles and ClusterRoleBindings (fieldops-*),
-// its namespace and everything in it. It returns why.
+// CRD or RBAC would reach beyond every tenant), and why:
+//   - every object of the API group fieldops.dev;
+//   - its CustomResourceDefinitions (*.fieldops.dev);
+//   - its ClusterRoles and ClusterRoleBindings (OwnName: fieldops-*, or
+//     fieldops.v* as OLM names the ones of the ClusterServiceVersion);
+//   - in its own namespace ownNamespace, the objects named as fieldops's
+//     own (OwnName): its Deployment, ReplicaSets and Pods, ServiceAccount,
+//     Roles and RoleBindings, Services, the leader election Lease
+//     fieldops.dev, OLM's ClusterServiceVersion fieldops.v*;
+//   - the Namespace ownNamespace itself.
+//
+// Other objects of ownNamespace are not fieldops's: installed by OLM into
+// the shared namespace operators, the manager still patches the other
+// operators installed there. ownNamespace "" (unknown) protects no
+// namespaced object by its namespace.
 func Protected(group, kind, namespace, name, ownNamespace string) (string, bool) {
 	switch {
 	case group == v1alpha1.GroupVersion.Group:
 		return "a fieldops object", true
 	case group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition" && strings.HasSuffix(name, "."+v1alpha1.GroupVersion.Group):
 		return "a CustomResourceDefinition of fieldops", true
-	case group == "rbac.authorization.k8s.io" && (kind == "ClusterRole" || kind == "ClusterRoleBinding") && strings.HasPrefix(name, "fieldops-"):
+	case group == "rbac.authorization.k8s.io" && (kind == "ClusterRole" || kind == "ClusterRoleBinding") && OwnName(name):
 		return "RBAC of fieldops", true
-	case ownNamespace != "" && namespace == ownNamespace:
-		return fmt.Sprintf("in fieldops's own namespace %q", ownNamespace), true
+	case ownNamespace != "" && namespace == ownNamespace && OwnName(name):
+		return fmt.Sprintf("part of the fieldops installation in namespace %q", ownNamespace), true
 	case ownNamespace != "" && group == "" && kind == "Namespace" && name == ownNamespace:
 		return "fieldops's own namespace", true
 	}
 	return "", false
+}
+
+// OwnName reports whether name is one fieldops gives its own objects:
+// "fieldops", "fieldops-*" (the kustomize and Helm installs:
+// fieldops-controller-manager, fieldops-leader-election-role, ...),
+// "fieldops.*" (the leader election Lease fieldops.dev; OLM's
+// ClusterServiceVersion fieldops.v0.1.0 and the Roles, RoleBindings and
+// ClusterRoles OLM names after it).
+func OwnName(name string) bool {
+	return name == "fieldops" || strings.HasPrefix(name, "fieldops-") || strings.HasPrefix(name, "fieldops.")
 }
 
 // Resolve validates obj's target reference and returns an empty object

@@ -131,6 +131,16 @@ func TestBundleValidateCatches(t *testing.T) {
 			b.Annotations["operators.operatorframework.io.bundle.channel.default.v1"] = "stable"
 		}, "default channel \"stable\" is not among the channels"},
 		{"Dockerfile label differs", func(b *bundle.Bundle) { b.Labels["operators.operatorframework.io.bundle.channels.v1"] = "beta" }, "bundle.Dockerfile: LABEL"},
+		{"channel name outside the naming convention", func(b *bundle.Bundle) {
+			b.Annotations["operators.operatorframework.io.bundle.channels.v1"] = "alpha"
+			b.Annotations["operators.operatorframework.io.bundle.channel.default.v1"] = "alpha"
+		}, `channel "alpha" does not follow the channel naming convention`},
+		{"no arch label", func(b *bundle.Bundle) {
+			delete(b.CSV.Labels, bundle.ArchLabelPrefix+"amd64")
+			delete(b.CSV.Labels, bundle.ArchLabelPrefix+"arm64")
+		}, "CSV has no operatorframework.io/arch.<arch>: supported label"},
+		{"no os label", func(b *bundle.Bundle) { delete(b.CSV.Labels, bundle.OSLabelPrefix+"linux") }, "CSV has no operatorframework.io/os.<os>: supported label"},
+		{"platform label not supported", func(b *bundle.Bundle) { b.CSV.Labels[bundle.OSLabelPrefix+"linux"] = "yes" }, `operatorframework.io/os.linux="yes", want supported`},
 		{"alm-examples not JSON", func(b *bundle.Bundle) { b.CSV.Annotations["alm-examples"] = "[{" }, "alm-examples is not a JSON array"},
 		{"alm-example of a foreign kind", func(b *bundle.Bundle) {
 			b.CSV.Annotations["alm-examples"] = strings.Replace(b.CSV.Annotations["alm-examples"], `"kind": "PodSet"`, `"kind": "ReplicaSet"`, 1)

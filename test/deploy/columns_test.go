@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,9 @@ func row(t *testing.T, tb *metav1.Table, name string) map[string]interface{} {
 	return nil
 }
 
-// kubectl get shows a FieldPatch's target name without -o wide, and the
+// kubectl get shows a FieldPatch's target kind, name and Ready reason
+// without -o wide, under headers that name no second NAMESPACE or NAME
+// (a ClusterFieldPatch's target namespace is TARGET-NAMESPACE), and the
 // counts of every kind print 0, not nothing, once the controller has
 // written a status, including after a count went back to 0 (a merge patch
 // from the Go types, whose counts are omitempty, then removes the field).
@@ -84,6 +87,9 @@ func TestPrintColumns(t *testing.T) {
 		resource string // path of the list
 		count    string // a count field of status, set to 3 then removed
 		columns  map[string]interface{}
+		// headers are the columns kubectl get prints without -o wide, in
+		// order (kubectl upper-cases them), NAMESPACE and NAME aside.
+		headers []string
 	}{
 		{
 			yaml: `apiVersion: fieldops.dev/v1alpha1
@@ -94,7 +100,8 @@ spec:
   patch: {spec: {replicas: 2}}`,
 			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/fieldpatches",
 			count:    "fieldCount",
-			columns:  map[string]interface{}{"Target": "Deployment", "Name": "web", "Fields": float64(0)},
+			columns:  map[string]interface{}{"Target-Kind": "Deployment", "Target-Name": "web", "Fields": float64(0)},
+			headers:  []string{"Target-Kind", "Target-Name", "Ready", "Reason", "Fields", "Age"},
 		},
 		{
 			yaml: `apiVersion: fieldops.dev/v1alpha1
@@ -105,7 +112,8 @@ spec:
   patch: {spec: {replicas: 2}}`,
 			resource: "/apis/fieldops.dev/v1alpha1/clusterfieldpatches",
 			count:    "fieldCount",
-			columns:  map[string]interface{}{"Target": "Deployment", "Namespace": "kube-system", "Name": "coredns", "Fields": float64(0)},
+			columns:  map[string]interface{}{"Target-Kind": "Deployment", "Target-Namespace": "kube-system", "Target-Name": "coredns", "Fields": float64(0)},
+			headers:  []string{"Target-Kind", "Target-Namespace", "Target-Name", "Ready", "Reason", "Fields", "Age"},
 		},
 		{
 			yaml: `apiVersion: fieldops.dev/v1alpha1
@@ -116,7 +124,8 @@ spec:
   - {apiVersion: v1, kind: ConfigMap, metadata: {name: mw}, data: {a: "1"}}`,
 			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/managedworkloads",
 			count:    "failed",
-			columns:  map[string]interface{}{"Objects": float64(0), "Failed": float64(0)},
+			columns:  map[string]interface{}{"Applied": float64(0), "Failed": float64(0)},
+			headers:  []string{"Applied", "Failed", "Ready", "Reason", "Age"},
 		},
 		{
 			yaml: `apiVersion: fieldops.dev/v1alpha1
@@ -131,6 +140,7 @@ spec:
 			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/podsets",
 			count:    "readyReplicas",
 			columns:  map[string]interface{}{"Desired": float64(0), "Ready": float64(0), "Updated": float64(0)},
+			headers:  []string{"Desired", "Ready", "Updated", "Reason", "Age"},
 		},
 	}
 	for _, o := range objects {
@@ -154,7 +164,17 @@ spec:
 					t.Fatalf("status patch %s: %v", patch, err)
 				}
 			}
-			got := row(t, table(t, o.resource), u.GetName())
+			tb := table(t, o.resource)
+			var headers []string
+			for _, c := range tb.ColumnDefinitions {
+				if c.Priority == 0 && c.Name != "Name" {
+					headers = append(headers, c.Name)
+				}
+			}
+			if !slices.Equal(headers, o.headers) {
+				t.Errorf("kubectl get %s prints the columns %q, want %q", u.GetKind(), headers, o.headers)
+			}
+			got := row(t, tb, u.GetName())
 			for col, want := range o.columns {
 				if got[col] != want {
 					t.Errorf("kubectl get %s: column %s is %#v, want %#v (all: %v)", u.GetKind(), col, got[col], want, got)

@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,13 +17,25 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/bundle"
+	"github.com/fieldops/fieldops/internal/localcp"
+	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // fragmentMarker, on the line before a ```yaml block (blank lines
 // between allowed), marks the block as a fragment that is not a whole
 // object (a spec excerpt, two objects side by side): it is not applied.
 const fragmentMarker = "<!-- fragment -->"
+
+// illustrativeMarker, on the line before a ```yaml block (the rest of the
+// comment says why), marks whole objects that cannot be applied as they
+// stand (a kustomize overlay of a release tag, an OLM Subscription to a
+// catalog of yours): they are checked (built, dry-run) but not applied,
+// and TestDocsFieldPatchesGoReady leaves them out.
+const illustrativeMarker = "<!-- illustrative"
 
 // givenNamespaces exist before any example runs: every cluster's, and
 // OLM's (the Subscription example is for clusters with OLM).
@@ -33,6 +47,8 @@ type yamlBlock struct {
 	line     int    // of the opening fence
 	text     string
 	fragment bool
+	// illustrative: marked illustrativeMarker.
+	illustrative bool
 }
 
 func (b yamlBlock) String() string {
@@ -89,7 +105,8 @@ func yamlBlocks(t *testing.T, path string) []yamlBlock {
 			inOther, lastText = false, line
 		case inOther:
 		case m != nil && (m[1] == "yaml" || m[1] == "yml"):
-			cur = &yamlBlock{file: rel(path), line: n, fragment: strings.TrimSpace(lastText) == fragmentMarker}
+			cur = &yamlBlock{file: rel(path), line: n, fragment: strings.TrimSpace(lastText) == fragmentMarker,
+				illustrative: strings.HasPrefix(strings.TrimSpace(lastText), illustrativeMarker)}
 		case m != nil:
 			inOther = true
 		case strings.TrimSpace(line) != "":
@@ -496,4 +513,87 @@ func TestDocsExamplesExtraction(t *testing.T) {
 	if _, _, ok := overlap([]string{".spec.replicas"}, []string{".spec.replicasX", ".metadata.labels.a"}); ok {
 		t.Error(".spec.replicas overlaps .spec.replicasX")
 	}
+}
+
+// Every FieldPatch and ClusterFieldPatch example of the README and docs/
+// goes Ready as it stands. The pages with such an example are applied for
+// real, each page's examples in document order (server-side apply, as
+// kubectl apply --server-side does; illustrative blocks and fragments
+// left out), on a cluster that also has the objects a real cluster has
+// of its own (localcp.ApplyUpstream, as make run-local: EKS's aws-node,
+// CoreDNS, gp2), with the manager running; then every patch must be
+// Ready=True at its generation. A patch whose target no example shows
+// stays TargetNotFound and fails here.
+func TestDocsFieldPatchesGoReady(t *testing.T) {
+	ctx := context.Background()
+	install(t, namespaceObjects(givenNamespaces...))
+	if _, err := localcp.ApplyUpstream(ctx, cfg, root); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, cfg, controllers.Options{OwnNamespace: "fieldops-system"})
+	type patch struct {
+		where string
+		obj   *unstructured.Unstructured
+	}
+	var patches []patch
+	t.Cleanup(func() {
+		// Delete the patches while the manager runs (their finalizers
+		// hand the fields back), before its own cleanup stops it.
+		for _, p := range patches {
+			testkit.Kit{Client: k8s}.DeleteAndWait(t, p.obj)
+		}
+	})
+	for _, f := range docFiles(t) {
+		exs := examples(t, yamlBlocks(t, f))
+		if !slices.ContainsFunc(exs, func(e example) bool { return isPatch(e.obj) && !e.block.illustrative }) {
+			continue
+		}
+		setup := []*unstructured.Unstructured{}
+		for _, e := range exs {
+			if e.obj.GetKind() == "Namespace" || e.obj.GetKind() == "CustomResourceDefinition" {
+				setup = append(setup, e.obj)
+			}
+		}
+		install(t, setup)
+		for _, e := range exs {
+			if e.block.illustrative || e.obj.GroupVersionKind().Group == "kustomize.config.k8s.io" {
+				continue
+			}
+			o := e.obj.DeepCopy()
+			if namespaced, err := k8s.IsObjectNamespaced(o); err == nil && namespaced && o.GetNamespace() == "" {
+				o.SetNamespace("default")
+			}
+			if err := k8s.Patch(ctx, o, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+				t.Errorf("%s: apply: %v", e, err)
+				continue
+			}
+			if isPatch(o) {
+				patches = append(patches, patch{where: e.String(), obj: o})
+			}
+		}
+	}
+	if len(patches) == 0 {
+		t.Fatal("no FieldPatch or ClusterFieldPatch example found")
+	}
+	for _, p := range patches {
+		testkit.Eventually(t, p.where+" Ready", func() (bool, string) {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(p.obj), p.obj); err != nil {
+				return false, err.Error()
+			}
+			conds, _, _ := unstructured.NestedSlice(p.obj.Object, "status", "conditions")
+			for _, c := range conds {
+				c := c.(map[string]interface{})
+				if c["type"] == "Ready" {
+					gen, _, _ := unstructured.NestedInt64(c, "observedGeneration")
+					return c["status"] == "True" && gen == p.obj.GetGeneration(), fmt.Sprintf("Ready=%v %v: %v", c["status"], c["reason"], c["message"])
+				}
+			}
+			return false, "no Ready condition"
+		})
+	}
+}
+
+// isPatch says o is a FieldPatch or ClusterFieldPatch.
+func isPatch(o *unstructured.Unstructured) bool {
+	return o.GroupVersionKind().Group == "fieldops.dev" && (o.GetKind() == "FieldPatch" || o.GetKind() == "ClusterFieldPatch")
 }

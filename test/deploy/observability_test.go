@@ -102,7 +102,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			checkExpr(t, "panel "+p.Title, q.Expr, known)
 		}
 	}
-	for _, want := range []string{"Applies by action", "Conflicts by field manager", "Drift repaired", "Hand-backs", "PodSet pod updates: in place vs recreate", "Plugin call latency", "Plugin failures", "Contested objects", "Reconcile errors"} {
+	for _, want := range []string{"Applies by action", "Conflicts by field manager", "Drift repaired", "Hand-backs", "PodSet pod updates: in place vs recreate", "Plugin call latency", "Plugin failures", "Contested objects", "Reconcile errors", "Objects by state", "Objects not Ready"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("dashboard has no panel %q (has %q)", want, titles)
 		}
@@ -127,7 +127,7 @@ func TestAlerts(t *testing.T) {
 			checkExpr(t, "alert "+r["alert"].(string), r["expr"].(string), known)
 		}
 	}
-	for name, forDur := range map[string]string{"FieldopsFieldContested": "15m", "FieldopsPluginFailing": "10m", "FieldopsReconcileErrors": "15m"} {
+	for name, forDur := range map[string]string{"FieldopsFieldContested": "15m", "FieldopsPluginFailing": "10m", "FieldopsReconcileErrors": "15m", "FieldopsObjectNotReady": "15m"} {
 		a, ok := alerts[name]
 		if !ok {
 			t.Errorf("no alert %s", name)
@@ -135,6 +135,39 @@ func TestAlerts(t *testing.T) {
 		}
 		if a["for"] != forDur {
 			t.Errorf("%s fires after %v, want %s", name, a["for"], forDur)
+		}
+	}
+}
+
+// Every alert has a runbook_url into a section of docs/troubleshooting.md
+// that exists (GitHub's anchor of a heading: lower case, spaces to -,
+// punctuation dropped).
+func TestAlertRunbooks(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs/troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(string(doc), -1) {
+		a := strings.ToLower(strings.TrimSpace(m[1]))
+		a = regexp.MustCompile(`[^a-z0-9 _-]`).ReplaceAllString(a, "")
+		anchors[strings.ReplaceAll(a, " ", "-")] = true
+	}
+	rule := find(render(t, "config/prometheus"), "PrometheusRule", "fieldops-alerts")
+	if rule == nil {
+		t.Fatal("config/prometheus has no PrometheusRule fieldops-alerts")
+	}
+	const prefix = "https://github.com/fieldops/fieldops/blob/main/docs/troubleshooting.md#"
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]interface{}), "rules")
+		for _, r := range rules {
+			name, _, _ := unstructured.NestedString(r.(map[string]interface{}), "alert")
+			url, _, _ := unstructured.NestedString(r.(map[string]interface{}), "annotations", "runbook_url")
+			anchor, ok := strings.CutPrefix(url, prefix)
+			if !ok || !anchors[anchor] {
+				t.Errorf("alert %s: runbook_url %q is not a section of docs/troubleshooting.md", name, url)
+			}
 		}
 	}
 }

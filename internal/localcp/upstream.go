@@ -1,4 +1,4 @@
-package main
+package localcp
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/fieldops/fieldops/internal/localcp"
 )
 
-// upstream is a set of objects the samples of config/samples target,
-// applied as the field manager that owns them on a real cluster.
+// upstream is a set of objects the samples of config/samples and the
+// examples of docs/ target that a real cluster has of its own (EKS's
+// aws-node, CoreDNS, gp2), applied as the field manager that owns them
+// there.
 type upstream struct {
 	manager string
 	source  string // a file under the module root, or "" for yaml
@@ -51,9 +51,11 @@ volumeBindingMode: WaitForFirstConsumer
 `},
 }
 
-// applyUpstream applies every upstream object and returns a line per
-// object for the user.
-func applyUpstream(ctx context.Context, cfg *rest.Config, root string) ([]string, error) {
+// ApplyUpstream applies every upstream object (server-side apply as its
+// real owner, with force) to the cluster of cfg, reading the files under
+// the module root, and returns a line per object for the user. make
+// run-local and the docs' examples test use it.
+func ApplyUpstream(ctx context.Context, cfg *rest.Config, root string) ([]string, error) {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, err
@@ -70,21 +72,21 @@ func applyUpstream(ctx context.Context, cfg *rest.Config, root string) ([]string
 		if u.replace != nil {
 			data = []byte(u.replace.Replace(string(data)))
 		}
-		objs, err := localcp.DecodeAll(data)
+		objs, err := DecodeAll(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", from, err)
 		}
 		for _, o := range objs {
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(u.manager), client.ForceOwnership); err != nil {
-				return nil, fmt.Errorf("apply %s %s from %s: %w", o.GetKind(), name(o), from, err)
+				return nil, fmt.Errorf("apply %s %s from %s: %w", o.GetKind(), upstreamName(o), from, err)
 			}
-			created = append(created, fmt.Sprintf("%s %s (field manager %s, %s)", o.GetKind(), name(o), u.manager, from))
+			created = append(created, fmt.Sprintf("%s %s (field manager %s, %s)", o.GetKind(), upstreamName(o), u.manager, from))
 		}
 	}
 	return created, nil
 }
 
-func name(o *unstructured.Unstructured) string {
+func upstreamName(o *unstructured.Unstructured) string {
 	if o.GetNamespace() == "" {
 		return o.GetName()
 	}
