@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -305,20 +304,8 @@ func (a *Applier) decide(ctx context.Context, res *Result, s State, intent *unst
 // it returns ErrStale.
 func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructured.Unstructured, force bool, opts ApplyOptions) (Result, error) {
 	for round := 0; ; round++ {
-		out := intent.DeepCopy()
-		if opts.UID != "" {
-			out.SetUID(opts.UID)
-		}
-		applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
-		if force {
-			applyOpts = append(applyOpts, client.ForceOwnership)
-			if live != nil {
-				out.SetResourceVersion(live.GetResourceVersion())
-			}
-		}
-		if opts.DryRun {
-			applyOpts = append(applyOpts, client.DryRunAll)
-		} else if force && opts.BeforeForce != nil {
+		out, applyOpts := applyRequest(intent, live, force, opts)
+		if force && !opts.DryRun && opts.BeforeForce != nil {
 			if err := opts.BeforeForce(ctx, res.Forced); err != nil {
 				return *res, err
 			}
@@ -342,6 +329,26 @@ func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructu
 			return *res, err
 		}
 	}
+}
+
+// applyRequest is the body and options of the apply of intent: the UID
+// guard, force (with live's resourceVersion as a precondition), dry run.
+func applyRequest(intent, live *unstructured.Unstructured, force bool, opts ApplyOptions) (*unstructured.Unstructured, []client.ApplyOption) {
+	out := intent.DeepCopy()
+	if opts.UID != "" {
+		out.SetUID(opts.UID)
+	}
+	applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldManager)}
+	if force {
+		applyOpts = append(applyOpts, client.ForceOwnership)
+		if live != nil {
+			out.SetResourceVersion(live.GetResourceVersion())
+		}
+	}
+	if opts.DryRun {
+		applyOpts = append(applyOpts, client.DryRunAll)
+	}
+	return out, applyOpts
 }
 
 // appliedAction is what an apply that succeeded did.
@@ -401,6 +408,24 @@ func (a *Applier) resolve(ctx context.Context, res *Result, intent, live *unstru
 		res.Failed = conflicts
 		return nil, false, fmt.Errorf("resolve conflicts: %w", rerr)
 	}
+	yield, err := sortAnswers(res, conflicts, answers)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(res.Failed) > 0 {
+		return nil, false, &ConflictError{Conflicts: res.Failed}
+	}
+	if !yield.Empty() {
+		if intent, err = a.RemoveFields(intent, yield); err != nil {
+			return nil, false, err
+		}
+	}
+	return intent, len(res.Forced) > 0, nil
+}
+
+// sortAnswers files each conflict under the strategy's decision in res
+// (with its message) and returns the fields to yield.
+func sortAnswers(res *Result, conflicts []Conflict, answers []Resolution) (*fieldpath.Set, error) {
 	yield := fieldpath.NewSet()
 	for i, c := range conflicts {
 		if answers[i].Message != "" {
@@ -416,234 +441,8 @@ func (a *Applier) resolve(ctx context.Context, res *Result, intent, live *unstru
 			res.Failed = append(res.Failed, c)
 		default:
 			res.Failed = append(res.Failed, c)
-			return nil, false, fmt.Errorf("conflict strategy: unknown decision %q for %s", answers[i].Decision, FormatPath(c.Path))
+			return nil, fmt.Errorf("conflict strategy: unknown decision %q for %s", answers[i].Decision, FormatPath(c.Path))
 		}
 	}
-	if len(res.Failed) > 0 {
-		return nil, false, &ConflictError{Conflicts: res.Failed}
-	}
-	if !yield.Empty() {
-		var err error
-		if intent, err = a.RemoveFields(intent, yield); err != nil {
-			return nil, false, err
-		}
-	}
-	return intent, len(res.Forced) > 0, nil
-}
-
-// withEntriesOfVersion is obj, or a shallow copy of it whose managedFields
-// hold only the entries of apiVersion when it has others.
-func withEntriesOfVersion(obj *unstructured.Unstructured, apiVersion string) *unstructured.Unstructured {
-	md, _ := obj.Object["metadata"].(map[string]interface{})
-	entries, _ := md["managedFields"].([]interface{})
-	keep := make([]interface{}, 0, len(entries))
-	for _, e := range entries {
-		if m, ok := e.(map[string]interface{}); ok && m["apiVersion"] != apiVersion {
-			continue
-		}
-		keep = append(keep, e)
-	}
-	if len(keep) == len(entries) {
-		return obj
-	}
-	out := make(map[string]interface{}, len(obj.Object))
-	for k, v := range obj.Object {
-		out[k] = v
-	}
-	m := make(map[string]interface{}, len(md))
-	for k, v := range md {
-		m[k] = v
-	}
-	m["managedFields"] = keep
-	out["metadata"] = m
-	return &unstructured.Unstructured{Object: out}
-}
-
-// sameObject compares two objects' content and managed fields, ignoring the
-// managed fields' times. Entries compare in order, as decoded JSON: a field
-// set's FieldsV1 form is canonical (structured-merge-diff writes it), so two
-// entries with the same set have equal FieldsV1 maps. Nothing is copied or
-// decoded: this runs on every apply decision.
-func sameObject(a, b *unstructured.Unstructured) bool {
-	ea, _, _ := unstructured.NestedFieldNoCopy(a.Object, "metadata", "managedFields")
-	eb, _, _ := unstructured.NestedFieldNoCopy(b.Object, "metadata", "managedFields")
-	la, _ := ea.([]interface{})
-	lb, _ := eb.([]interface{})
-	if len(la) != len(lb) {
-		return false
-	}
-	for i := range la {
-		if !sameEntryContent(la[i], lb[i]) {
-			return false
-		}
-	}
-	return equality.Semantic.DeepEqual(WithoutManagedFields(a.Object), WithoutManagedFields(b.Object))
-}
-
-// sameEntryContent compares two managedFields entries of unstructured objects
-// without their times.
-func sameEntryContent(a, b interface{}) bool {
-	ma, oka := a.(map[string]interface{})
-	mb, okb := b.(map[string]interface{})
-	if !oka || !okb {
-		return equality.Semantic.DeepEqual(a, b)
-	}
-	n := 0
-	for k, va := range ma {
-		if k == "time" {
-			continue
-		}
-		vb, ok := mb[k]
-		if !ok || !equality.Semantic.DeepEqual(va, vb) {
-			return false
-		}
-		n++
-	}
-	for k := range mb {
-		if k != "time" {
-			n--
-		}
-	}
-	return n == 0
-}
-
-// WithoutManagedFields is a shallow copy of the unstructured object obj
-// whose metadata leaves out managedFields (obj itself when it has none);
-// obj is not changed, and the copy shares every other value with it.
-func WithoutManagedFields(obj map[string]interface{}) map[string]interface{} {
-	md, ok := obj["metadata"].(map[string]interface{})
-	if !ok {
-		return obj
-	}
-	if _, has := md["managedFields"]; !has {
-		return obj
-	}
-	out := make(map[string]interface{}, len(obj))
-	for k, v := range obj {
-		out[k] = v
-	}
-	m := make(map[string]interface{}, len(md))
-	for k, v := range md {
-		if k != "managedFields" {
-			m[k] = v
-		}
-	}
-	out["metadata"] = m
-	return out
-}
-
-// live reads the object the intent names, nil when it does not exist.
-func (a *Applier) live(ctx context.Context, intent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return a.get(ctx, a.Reader, intent)
-}
-
-// Get reads the live object obj names (apiVersion, kind, namespace, name)
-// through Reader; nil, nil when it does not exist.
-func (a *Applier) Get(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return a.get(ctx, a.Reader, obj)
-}
-
-// GetFresh is Get through APIReader: the apiserver's current object, never
-// a cached copy.
-func (a *Applier) GetFresh(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return a.get(ctx, a.freshReader(), obj)
-}
-
-func (a *Applier) get(ctx context.Context, r client.Reader, intent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(intent.GroupVersionKind())
-	err := r.Get(ctx, client.ObjectKeyFromObject(intent), live)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", describe(intent), err)
-	}
-	return live, nil
-}
-
-// cleanIntent copies desired without the fields a client may not apply
-// (managedFields, resourceVersion, uid, creationTimestamp, generation,
-// status) and without ignore.
-func (a *Applier) cleanIntent(desired *unstructured.Unstructured, ignore *fieldpath.Set) (*unstructured.Unstructured, error) {
-	intent := desired.DeepCopy()
-	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink"} {
-		unstructured.RemoveNestedField(intent.Object, "metadata", f)
-	}
-	delete(intent.Object, "status")
-	if ignore != nil && !ignore.Empty() {
-		return a.RemoveFields(intent, ignore)
-	}
-	return intent, nil
-}
-
-// FieldSet returns the field set of an intent: every field it sets,
-// with list items by their keys, as the apiserver records it.
-func (a *Applier) FieldSet(obj *unstructured.Unstructured) (*fieldpath.Set, error) {
-	tv, err := a.Schema.ToTyped(obj)
-	if err != nil {
-		return nil, err
-	}
-	set, err := tv.ToFieldSet()
-	if err != nil {
-		return nil, fmt.Errorf("field set of %s: %w", describe(obj), err)
-	}
-	return set, nil
-}
-
-// RemoveFields returns a copy of obj without the fields in set (and
-// everything below them), using the schema for list keys.
-func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Set) (*unstructured.Unstructured, error) {
-	tv, err := a.Schema.ToTyped(obj)
-	if err != nil {
-		return nil, err
-	}
-	removed := tv.RemoveItems(set)
-	// structured-merge-diff leaves a map whose every entry was removed as
-	// null: drop it, and each map above it the removal leaves empty, so
-	// that ignoring the only annotation of an object ignores it
-	// ("annotations: null" is not applied) and a yielded last field does
-	// not leave an intent of "spec: {}", which would claim .spec itself.
-	m, ok := removed.AsValue().Unstructured().(map[string]interface{})
-	if !ok {
-		return nil, fmt.Errorf("remove fields from %s: not an object", describe(obj))
-	}
-	set.Iterate(func(p fieldpath.Path) {
-		for i := len(p) - 1; i >= 1; i-- {
-			names, ok := fieldNames(p[:i])
-			if !ok {
-				continue
-			}
-			v, found, _ := unstructured.NestedFieldNoCopy(m, names...)
-			if mv, isMap := v.(map[string]interface{}); found && (v == nil || isMap && len(mv) == 0) {
-				unstructured.RemoveNestedField(m, names...)
-			}
-		}
-	})
-	out := &unstructured.Unstructured{Object: m}
-	// Identity stays even if a path named it.
-	out.SetGroupVersionKind(obj.GroupVersionKind())
-	out.SetName(obj.GetName())
-	out.SetNamespace(obj.GetNamespace())
-	return out, nil
-}
-
-// fieldNames is p as field names; false when p goes through a list item.
-func fieldNames(p fieldpath.Path) ([]string, bool) {
-	names := make([]string, 0, len(p))
-	for _, pe := range p {
-		if pe.FieldName == nil {
-			return nil, false
-		}
-		names = append(names, *pe.FieldName)
-	}
-	return names, true
-}
-
-func describe(obj *unstructured.Unstructured) string {
-	ref := obj.GetKind() + " " + obj.GetName()
-	if ns := obj.GetNamespace(); ns != "" {
-		ref = obj.GetKind() + " " + ns + "/" + obj.GetName()
-	}
-	return ref
+	return yield, nil
 }

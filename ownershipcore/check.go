@@ -62,14 +62,6 @@ func (m Model) Check(before, after State, op Op) error {
 	fail := func(format string, args ...interface{}) error {
 		return &InvariantError{Op: op, Reason: fmt.Sprintf(format, args...)}
 	}
-	taken := fieldpath.NewSet()
-	if op.Kind == OpApply {
-		taken = after.ours(op.Manager)
-	}
-	afterEntries := entryMap(after.Owners)
-	// Values are compared on the fields that hold one (scalars, atomic
-	// lists and maps, set items): owning a list or map that holds other
-	// fields, or is empty, is owning its presence, not the fields in it.
 	bt, err := m.typedContent(before.Object)
 	if err != nil {
 		return err
@@ -82,12 +74,43 @@ func (m Model) Check(before, after State, op Op) error {
 	if err != nil {
 		return err
 	}
-	valueLeaves := fieldpath.NewSet()
-	bs.Leaves().Iterate(func(p fieldpath.Path) {
-		if v, ok := valueAt(before.Object.Object, p); !ok || !isEmpty(v) {
-			valueLeaves.Insert(p.Copy())
+	if err := checkOthers(bt, at, bs, before, after, op, fail); err != nil {
+		return err
+	}
+	if hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object)) {
+		return fail("a null appeared")
+	}
+	switch op.Kind {
+	case OpHandBack:
+		return checkHandBack(before, after, op, fail)
+	case OpRelease:
+		return checkRelease(before, after, op, fail)
+	case OpRelinquish:
+		if hasEntry(after.Owners, op.Manager) {
+			return fail("an entry of %q is left", op.Manager)
 		}
-	})
+		return checkRemoved(bs, at, before, op, before.ours(op.Manager), fail)
+	case OpDrop:
+		kept := after.ours(op.Manager)
+		if left := kept.Intersection(op.Fields).Difference(withParents(kept.Difference(op.Fields))); !left.Empty() {
+			return fail("kept dropped fields %v", FormatSet(left))
+		}
+		return checkRemoved(bs, at, before, op, before.ours(op.Manager).Intersection(op.Fields), fail)
+	}
+	return nil
+}
+
+// checkOthers checks that no other manager than op.Manager loses a field
+// (but those a forced Apply took) or a value of a field it keeps. Values
+// are compared on the fields that hold one (scalars, atomic lists and
+// maps, set items): owning a list or map that holds other fields, or is
+// empty, is owning its presence, not the fields in it.
+func checkOthers(bt, at *typed.TypedValue, bs *fieldpath.Set, before, after State, op Op, fail func(string, ...interface{}) error) error {
+	taken := fieldpath.NewSet()
+	if op.Kind == OpApply {
+		taken = after.ours(op.Manager)
+	}
+	afterEntries := entryMap(after.Owners)
 	kept := fieldpath.NewSet()
 	for _, e := range before.Owners {
 		if e.Manager == op.Manager {
@@ -102,44 +125,45 @@ func (m Model) Check(before, after State, op Op) error {
 		}
 		kept = kept.Union(e.Fields.Intersection(now))
 	}
+	valueLeaves := fieldpath.NewSet()
+	bs.Leaves().Iterate(func(p fieldpath.Path) {
+		if v, ok := valueAt(before.Object.Object, p); !ok || !isEmpty(v) {
+			valueLeaves.Insert(p.Copy())
+		}
+	})
 	if err := sameValues(bt, at, kept.Difference(taken).Intersection(valueLeaves)); err != nil {
 		return fail("a value another manager owns changed: %v", err)
 	}
-	if hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object)) {
-		return fail("a null appeared")
+	return nil
+}
+
+// checkHandBack checks that a hand-back changed no value and left
+// op.Manager none of the fields it gave back.
+func checkHandBack(before, after State, op Op, fail func(string, ...interface{}) error) error {
+	if !equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
+		return fail("values changed")
 	}
-	switch op.Kind {
-	case OpHandBack, OpRelease:
-		if !equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
-			return fail("values changed")
+	afterEntries := entryMap(after.Owners)
+	gone := before.ours(op.Manager).Intersection(op.Previous.Union())
+	for _, p := range op.Previous {
+		if held := afterEntries[p.ManagerKey]; held != nil {
+			gone = gone.Difference(held)
 		}
-	case OpRelinquish:
-		if hasEntry(after.Owners, op.Manager) {
-			return fail("an entry of %q is left", op.Manager)
-		}
-		return checkRemoved(bs, at, before, op, before.ours(op.Manager), fail)
-	case OpDrop:
-		kept := after.ours(op.Manager)
-		if left := kept.Intersection(op.Fields).Difference(withParents(kept.Difference(op.Fields))); !left.Empty() {
-			return fail("kept dropped fields %v", FormatSet(left))
-		}
-		return checkRemoved(bs, at, before, op, before.ours(op.Manager).Intersection(op.Fields), fail)
 	}
-	switch op.Kind {
-	case OpHandBack:
-		gone := before.ours(op.Manager).Intersection(op.Previous.Union())
-		for _, p := range op.Previous {
-			if held := afterEntries[p.ManagerKey]; held != nil {
-				gone = gone.Difference(held)
-			}
-		}
-		if left := after.ours(op.Manager).Intersection(gone); !left.Empty() {
-			return fail("kept fields of its previous owners %v", FormatSet(left))
-		}
-	case OpRelease:
-		if left := after.Owners.Applied(op.Manager); left != nil && !left.Fields.Intersection(op.Fields).Empty() {
-			return fail("kept released fields %v", FormatSet(left.Fields.Intersection(op.Fields)))
-		}
+	if left := after.ours(op.Manager).Intersection(gone); !left.Empty() {
+		return fail("kept fields of its previous owners %v", FormatSet(left))
+	}
+	return nil
+}
+
+// checkRelease checks that a release changed no value and left op.Manager
+// none of the fields it released.
+func checkRelease(before, after State, op Op, fail func(string, ...interface{}) error) error {
+	if !equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
+		return fail("values changed")
+	}
+	if left := after.Owners.Applied(op.Manager); left != nil && !left.Fields.Intersection(op.Fields).Empty() {
+		return fail("kept released fields %v", FormatSet(left.Fields.Intersection(op.Fields)))
 	}
 	return nil
 }

@@ -94,3 +94,12 @@ func transformOps(live, out *unstructured.Unstructured) ([]map[string]interface{
 	ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/managedFields", "value": entries})
 	return ops, nil
 }
+
+// guards are the JSON patch tests that make a patch apply only to the
+// object as read: same resourceVersion, same UID.
+func guards(live *unstructured.Unstructured) []map[string]interface{} {
+	return []map[string]interface{}{
+		{"op": "test", "path": "/metadata/uid", "value": string(live.GetUID())},
+		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
+	}
+}

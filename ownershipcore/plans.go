@@ -153,12 +153,3 @@ func (m ManagedFields) others(manager string) *fieldpath.Set {
 	}
 	return out
 }
-
-// guards are the JSON patch tests that make a patch apply only to the
-// object as read: same resourceVersion, same UID.
-func guards(live *unstructured.Unstructured) []map[string]interface{} {
-	return []map[string]interface{}{
-		{"op": "test", "path": "/metadata/uid", "value": string(live.GetUID())},
-		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
-	}
-}
