@@ -118,9 +118,13 @@ func Generate(o Options) (map[string][]byte, error) {
 		files[filepath.Join(ManifestsDir, name)] = b
 	}
 
+	// alm-examples are objects of the owned kinds: the samples' accounts
+	// (ServiceAccounts, Roles) are left out.
 	examples := make([]map[string]interface{}, 0, len(samples))
 	for _, s := range samples {
-		examples = append(examples, s.Object)
+		if s.GroupVersionKind().Group == "fieldops.dev" {
+			examples = append(examples, s.Object)
+		}
 	}
 	almExamples, err := json.MarshalIndent(examples, "", "  ")
 	if err != nil {
