@@ -125,6 +125,8 @@ func TestRBAC(t *testing.T) {
 		{"ClusterRole", "fieldops-managedworkload-editor"},
 		{"ValidatingAdmissionPolicy", "fieldops-account-impersonation"},
 		{"ValidatingAdmissionPolicyBinding", "fieldops-account-impersonation"},
+		{"ValidatingAdmissionPolicy", "fieldops-patch-limits"},
+		{"ValidatingAdmissionPolicyBinding", "fieldops-patch-limits"},
 		{"Service", "fieldops-controller-manager-metrics-service"},
 		{"NetworkPolicy", "fieldops-allow-metrics-traffic"},
 	} {

@@ -19,6 +19,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/controllers/podset"
+	"github.com/fieldops/fieldops/internal/inputlimits"
 	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/test/testkit"
 )
@@ -301,4 +302,34 @@ func TestDefaultInstallTenancy(t *testing.T) {
 		c := meta.FindStatusCondition(ps.Status.Conditions, "Ready")
 		return c != nil && c.Reason == podset.ReasonPodRejected && strings.Contains(c.Message, "exceeded quota"), fmt.Sprintf("%+v", c)
 	})
+}
+
+// The admission policy fieldops-patch-limits refuses a JSON patch of more
+// than 1000 operations before it is stored; the manager refuses it too
+// (internal/inputlimits), with or without the policy.
+func TestPatchLimitsPolicy(t *testing.T) {
+	ctx := context.Background()
+	objs := render(t, "config/default")
+	install(t, objs)
+	installRBAC(t, objs)
+	ops := make([]string, inputlimits.MaxJSONPatchOps+1)
+	for i := range ops {
+		ops[i] = fmt.Sprintf(`{op: add, path: /metadata/labels/l%d, value: x}`, i)
+	}
+	fp := func(n int) *v1alpha1.FieldPatch {
+		p := &v1alpha1.FieldPatch{}
+		y := `{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, metadata: {name: many-ops, namespace: default},
+		  spec: {type: JSON, target: {apiVersion: v1, kind: ConfigMap, name: settings}, patch: [` + strings.Join(ops[:n], ", ") + `]}}`
+		if err := yaml.UnmarshalStrict([]byte(y), p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	testkit.Eventually(t, "the admission policy refusing 1001 operations", func() (bool, string) {
+		err := k8s.Create(ctx, fp(len(ops)), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "at most 1000 operations"), fmt.Sprint(err)
+	})
+	if err := k8s.Create(ctx, fp(len(ops)-1), client.DryRunAll); err != nil {
+		t.Errorf("a JSON patch of 1000 operations: %v", err)
+	}
 }
