@@ -333,3 +333,76 @@ func TestPatchLimitsPolicy(t *testing.T) {
 		t.Errorf("a JSON patch of 1000 operations: %v", err)
 	}
 }
+
+// The cluster administrator's opt-in (config/manager-rights): namespaced
+// objects naming no account act with the manager's rights, so a namespace
+// admin's FieldPatch raises its own quota, the documented risk; the
+// admission policy checks only objects that name an account, so a
+// fieldops-fieldpatch-editor-only principal may create patches naming
+// none and still may not name an account it cannot impersonate.
+func TestManagerRightsOptIn(t *testing.T) {
+	ctx := context.Background()
+	objs := render(t, "test/deploy/testdata/with-manager-rights")
+	install(t, objs)
+	installRBAC(t, objs)
+	// Put config/default's RBAC and policies back for whatever runs next.
+	t.Cleanup(func() { installRBAC(t, render(t, "config/default")) })
+	opts, managerSA := defaultOptions(t, objs)
+	if len(opts.ManagerRightsNamespaces) != 1 || opts.ManagerRightsNamespaces[0] != "*" || opts.NoCrossNamespaceRefs {
+		t.Fatalf("config/manager-rights runs the manager with %+v, want manager rights everywhere", opts)
+	}
+	startManager(t, serviceAccountConfig(t, opts.OwnNamespace, managerSA), opts)
+
+	const ns = "rights-a"
+	binding := func(name, role, user string) string {
+		return `{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: ` + name + `, namespace: ` + ns + `},
+		  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ` + role + `}, subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: ` + user + `}]}`
+	}
+	for _, y := range []string{
+		`{apiVersion: v1, kind: Namespace, metadata: {name: ` + ns + `}}`,
+		`{apiVersion: v1, kind: ServiceAccount, metadata: {name: ops, namespace: ` + ns + `}}`,
+		binding("ann-admin", "admin", "ann"),
+		binding("ci-fieldpatches", "fieldops-fieldpatch-editor", "ci"),
+		`{apiVersion: v1, kind: ResourceQuota, metadata: {name: pods, namespace: ` + ns + `}, spec: {hard: {pods: "2"}}}`,
+		`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: ` + ns + `}, data: {a: "1"}}`,
+	} {
+		testkit.Kit{Client: k8s}.ApplyAs(t, "platform-admin", y)
+	}
+	ann, ci := userClient(t, "ann"), userClient(t, "ci")
+	patch := func(name, account, target, body string) *v1alpha1.FieldPatch {
+		acct := ""
+		if account != "" {
+			acct = "serviceAccountName: " + account + ", "
+		}
+		fp := &v1alpha1.FieldPatch{}
+		if err := yaml.UnmarshalStrict([]byte(`{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, metadata: {name: `+name+`, namespace: `+ns+`},
+		  spec: {`+acct+`target: `+target+`, patch: `+body+`}}`), fp); err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	quota := patch("quota", "", `{apiVersion: v1, kind: ResourceQuota, name: pods}`, `{spec: {hard: {pods: "1000"}}}`)
+	if err := ann.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	waitPatch(t, quota, "Applied", "")
+	q := &corev1.ResourceQuota{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pods"}, q); err != nil || q.Spec.Hard.Pods().Value() != 1000 {
+		t.Errorf("ResourceQuota pods: %v %v, want 1000 pods (the opt-in's risk)", q.Spec.Hard, err)
+	}
+	ciPatch := patch("ci-label", "", `{apiVersion: v1, kind: ConfigMap, name: settings}`, `{metadata: {labels: {ci: "yes"}}}`)
+	testkit.Eventually(t, "ci's patch naming no account admitted", func() (bool, string) {
+		err := ci.Create(ctx, ciPatch.DeepCopy(), client.DryRunAll)
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := ci.Create(ctx, patch("ci-ops", "ops", `{apiVersion: v1, kind: ConfigMap, name: settings}`, `{metadata: {labels: {ci: "ops"}}}`), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "you may not impersonate it") {
+		t.Errorf("ci's patch naming ops: %v, want refused by the admission policy", err)
+	}
+	if err := ann.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "the quota patch handed back", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(quota), &v1alpha1.FieldPatch{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
