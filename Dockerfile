@@ -12,6 +12,7 @@ COPY cmd/manager/ cmd/manager/
 COPY controllers/ controllers/
 COPY feature/ feature/
 COPY internal/conflicts/ internal/conflicts/
+COPY internal/inputlimits/ internal/inputlimits/
 COPY internal/managercmd/ internal/managercmd/
 COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/

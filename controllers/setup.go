@@ -40,6 +40,11 @@ type Options struct {
 	// FieldPatches and ManagedWorkloads without spec.serviceAccountName act
 	// as (--default-service-account); empty: the manager's own rights.
 	DefaultServiceAccount string
+	// ManagerRightsNamespaces are the namespaces whose FieldPatches and
+	// ManagedWorkloads without spec.serviceAccountName act with the
+	// manager's own rights all the same (--manager-rights-namespaces);
+	// "*" is every namespace.
+	ManagerRightsNamespaces []string
 	// NoCrossNamespaceRefs refuses ManagedWorkload objects outside the
 	// workload's namespace (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
@@ -111,7 +116,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
+	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, ManagerRightsNamespaces: opts.ManagerRightsNamespaces, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
 	tenants := &tenant.Appliers{Manager: applier, Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 	for _, cluster := range []bool{false, true} {
 		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}

@@ -198,8 +198,12 @@ type FieldPatchSpec struct {
 	// target impersonates, so the patch can do no more than that account
 	// may (RBAC, including its escalation checks, judges the account, not
 	// the fieldops manager). A FieldPatch's account is in its own
-	// namespace. Empty: the manager's --default-service-account, or, when
-	// that is unset too, the manager's own rights.
+	// namespace. Empty: for a FieldPatch, the manager's
+	// --default-service-account (fieldops-tenant), or the manager's own
+	// rights in a namespace a cluster administrator listed in
+	// --manager-rights-namespaces; for a ClusterFieldPatch, the manager's
+	// own rights. Setting or changing it needs the right to impersonate
+	// the account (the admission policy fieldops-account-impersonation).
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional

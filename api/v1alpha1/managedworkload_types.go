@@ -117,8 +117,11 @@ type ManagedWorkloadSpec struct {
 	// ServiceAccountName is the ServiceAccount, in the workload's namespace,
 	// that every read, write and deletion of the workload's objects
 	// impersonates: the workload can create and change only what that
-	// account may. Empty: the manager's --default-service-account, or, when
-	// that is unset too, the manager's own rights.
+	// account may. Empty: the manager's --default-service-account
+	// (fieldops-tenant), or the manager's own rights in a namespace a
+	// cluster administrator listed in --manager-rights-namespaces. Setting
+	// or changing it needs the right to impersonate the account (the
+	// admission policy fieldops-account-impersonation).
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional

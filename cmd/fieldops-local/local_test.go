@@ -89,6 +89,8 @@ func TestLocalMode(t *testing.T) {
 	if err != nil || len(samples) < 4 {
 		t.Fatalf("samples %v: %v", samples, err)
 	}
+	// The accounts the samples act as first (as kustomize orders them).
+	samples = append([]string{filepath.Join(root, "config", "samples", "accounts.yaml")}, samples...)
 	var objs []*unstructured.Unstructured
 	for _, p := range samples {
 		b, err := os.ReadFile(p)
@@ -104,7 +106,9 @@ func TestLocalMode(t *testing.T) {
 				t.Fatalf("%s: %v", p, err)
 			}
 		}
-		objs = append(objs, docs...)
+		if !strings.HasSuffix(p, "accounts.yaml") {
+			objs = append(objs, docs...)
+		}
 	}
 	for _, o := range objs {
 		poll(t, o.GetKind()+" "+o.GetName()+" Ready", func(ctx context.Context) (bool, error) {

@@ -370,6 +370,8 @@ func TestSample(t *testing.T) {
 	mw := &v1alpha1.ManagedWorkload{}
 	testkit.Sample(t, "fieldops_v1alpha1_managedworkload.yaml", mw)
 	mw.Namespace = kit.Namespace(t, "sample")
+	// The account the sample acts as, with exactly its rights.
+	kit.SampleAccounts(t, "default", mw.Namespace)
 	if err := k8s.Create(context.Background(), mw); err != nil {
 		t.Fatal(err)
 	}

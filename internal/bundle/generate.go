@@ -119,9 +119,13 @@ func Generate(o Options) (map[string][]byte, error) {
 		files[filepath.Join(ManifestsDir, name)] = b
 	}
 
+	// alm-examples are objects of the owned kinds: the samples' accounts
+	// (ServiceAccounts, Roles) are left out.
 	examples := make([]map[string]interface{}, 0, len(samples))
 	for _, s := range samples {
-		examples = append(examples, s.Object)
+		if s.GroupVersionKind().Group == "fieldops.dev" {
+			examples = append(examples, s.Object)
+		}
 	}
 	almExamples, err := json.MarshalIndent(examples, "", "  ")
 	if err != nil {
@@ -214,6 +218,11 @@ func installStrategy(objs []*unstructured.Unstructured, image string) (InstallSt
 			// OLM installs no admission policy from a bundle: the manager
 			// adds the finalizers itself (one write more per object); the
 			// operator's guide applies config/admission separately.
+		case "ValidatingAdmissionPolicy.admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io":
+			// Nor the account-impersonation policy: without it, whoever may
+			// create a FieldPatch or ManagedWorkload may make it act as any
+			// ServiceAccount of its namespace. The operator's guide applies
+			// config/policy next to the bundle.
 		default:
 			return spec, nil, fmt.Errorf("config/default has a %s %s that the bundle has no place for", obj.GetKind(), obj.GetName())
 		}

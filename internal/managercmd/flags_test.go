@@ -1,6 +1,9 @@
 package managercmd
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fieldops/fieldops/controllers"
@@ -21,6 +24,53 @@ func TestSharedTargetWatchFlag(t *testing.T) {
 		}
 		if got := sharedWatchAt(f.sharedWatchAt); got != tc.want {
 			t.Errorf("%v: SharedWatchAt %d, want %d", tc.args, got, tc.want)
+		}
+	}
+}
+
+// Namespaced objects act as fieldops-tenant of their namespace unless a
+// cluster administrator names the namespaces (or "*") whose objects act
+// with the manager's rights; an empty default account alone is refused.
+func TestTenancyFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args        []string
+		env         map[string]string
+		account     string
+		rights      []string
+		noCrossRefs bool
+		err         string
+	}{
+		{args: nil, account: "fieldops-tenant", noCrossRefs: true},
+		{args: []string{"--default-service-account=robot"}, account: "robot", noCrossRefs: true},
+		{args: []string{"--manager-rights-namespaces=kube-system, platform"}, account: "fieldops-tenant", rights: []string{"kube-system", "platform"}, noCrossRefs: true},
+		{args: []string{"--manager-rights-namespaces=*", "--default-service-account=", "--no-cross-namespace-refs=false"}, rights: []string{"*"}},
+		{args: []string{"--default-service-account="}, err: "to mean that, say --manager-rights-namespaces='*'"},
+		{args: []string{"--manager-rights-namespaces=Kube_System"}, err: "is not a namespace name"},
+		{args: []string{"--default-service-account=a/b"}, err: "--default-service-account"},
+		{env: map[string]string{"FIELDOPS_DEFAULT_SERVICE_ACCOUNT": "", "FIELDOPS_MANAGER_RIGHTS_NAMESPACES": "*", "FIELDOPS_NO_CROSS_NAMESPACE_REFS": "false"}, rights: []string{"*"}},
+		{env: map[string]string{"FIELDOPS_DEFAULT_SERVICE_ACCOUNT": ""}, err: "--default-service-account is empty"},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		var f Flags
+		if err := f.NewFlagSet("manager", false).Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := f.Check()
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v %v: %v, want an error with %q", tc.args, tc.env, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%v %v: %v", tc.args, tc.env, err)
+		case f.Setup.DefaultServiceAccount != tc.account || !slices.Equal(f.Setup.ManagerRightsNamespaces, tc.rights) || f.Setup.NoCrossNamespaceRefs != tc.noCrossRefs:
+			t.Errorf("%v %v: account %q, manager rights in %v, no cross-namespace refs %v; want %q, %v, %v", tc.args, tc.env,
+				f.Setup.DefaultServiceAccount, f.Setup.ManagerRightsNamespaces, f.Setup.NoCrossNamespaceRefs, tc.account, tc.rights, tc.noCrossRefs)
+		}
+		for k := range tc.env {
+			_ = os.Unsetenv(k)
 		}
 	}
 }

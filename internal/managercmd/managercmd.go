@@ -11,8 +11,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,6 +37,21 @@ type Flags struct {
 
 	zapOpts       zap.Options
 	sharedWatchAt int
+	managerRights string
+}
+
+// DefaultServiceAccount is the default of --default-service-account: the
+// ServiceAccount, in their own namespace, that namespaced fieldops objects
+// naming none act as.
+const DefaultServiceAccount = "fieldops-tenant"
+
+// envOr is the environment variable key when it is set (even empty),
+// otherwise def.
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
 }
 
 // NewFlagSet returns a flag set named name with the manager's flags bound
@@ -46,8 +64,9 @@ func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
 	fs.StringVar(&f.PluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
-	fs.StringVar(&f.Setup.DefaultServiceAccount, "default-service-account", os.Getenv("FIELDOPS_DEFAULT_SERVICE_ACCOUNT"), "(env FIELDOPS_DEFAULT_SERVICE_ACCOUNT, for OLM Subscriptions) ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated): the lockdown mode recommended for shared clusters. Empty: they act with the manager's own rights.")
-	fs.BoolVar(&f.Setup.NoCrossNamespaceRefs, "no-cross-namespace-refs", os.Getenv("FIELDOPS_NO_CROSS_NAMESPACE_REFS") == "true", "(env FIELDOPS_NO_CROSS_NAMESPACE_REFS=true) Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
+	fs.StringVar(&f.Setup.DefaultServiceAccount, "default-service-account", envOr("FIELDOPS_DEFAULT_SERVICE_ACCOUNT", DefaultServiceAccount), "(env FIELDOPS_DEFAULT_SERVICE_ACCOUNT, for OLM Subscriptions) ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated). It may be empty only with --manager-rights-namespaces='*'.")
+	fs.StringVar(&f.managerRights, "manager-rights-namespaces", os.Getenv("FIELDOPS_MANAGER_RIGHTS_NAMESPACES"), "(env FIELDOPS_MANAGER_RIGHTS_NAMESPACES) Comma-separated namespaces whose FieldPatches and ManagedWorkloads without spec.serviceAccountName act with the manager's own cluster-wide rights instead of --default-service-account; '*' is every namespace (the behaviour of 0.1.0). Whoever may create such an object there then has the manager's rights: list only namespaces where only cluster administrators create them.")
+	fs.BoolVar(&f.Setup.NoCrossNamespaceRefs, "no-cross-namespace-refs", os.Getenv("FIELDOPS_NO_CROSS_NAMESPACE_REFS") != "false", "(env FIELDOPS_NO_CROSS_NAMESPACE_REFS=false turns it off) Refuse ManagedWorkload objects outside the workload's own namespace (and cluster-scoped ones).")
 	fs.StringVar(&f.Setup.OwnNamespace, "namespace", os.Getenv("POD_NAMESPACE"), "The manager's own namespace: nothing in it may be a target of a fieldops object (default: $POD_NAMESPACE).")
 	fs.IntVar(&f.Setup.Concurrency, "concurrency", 4, "How many objects each controller reconciles at once.")
 	fs.IntVar(&f.sharedWatchAt, "shared-target-watch-at", controllers.DefaultSharedWatchAt, "From this many targets of one kind in one namespace, one watch of that kind in that namespace serves them (holding all its objects) instead of one watch per target; never for Secrets. 0 watches every target by name.")
@@ -75,12 +94,46 @@ func Parse(fs *pflag.FlagSet, args []string) (help bool, err error) {
 	return false, nil
 }
 
-// Check reports flag combinations that cannot work, before anything starts.
+// Check reports flag combinations that cannot work, before anything
+// starts, and fills Setup.ManagerRightsNamespaces from
+// --manager-rights-namespaces. An empty --default-service-account is
+// refused unless --manager-rights-namespaces is "*": a namespaced object
+// acts with the manager's rights only where a cluster administrator said
+// so by name.
 func (f *Flags) Check() error {
 	if f.PluginConfig != "" && !feature.Gates.Enabled(feature.ExternalPlugins) {
 		return errors.New("--plugin-config needs --feature-gates=ExternalPlugins=true")
 	}
+	namespaces, err := ParseNamespaces(f.managerRights)
+	if err != nil {
+		return fmt.Errorf("--manager-rights-namespaces: %w", err)
+	}
+	f.Setup.ManagerRightsNamespaces = namespaces
+	if f.Setup.DefaultServiceAccount == "" && !slices.Contains(namespaces, "*") {
+		return errors.New("--default-service-account is empty, which would let every namespaced FieldPatch and ManagedWorkload act with the manager's rights; to mean that, say --manager-rights-namespaces='*'")
+	}
+	if msgs := validation.IsDNS1123Subdomain(f.Setup.DefaultServiceAccount); f.Setup.DefaultServiceAccount != "" && len(msgs) > 0 {
+		return fmt.Errorf("--default-service-account %q: %s", f.Setup.DefaultServiceAccount, strings.Join(msgs, "; "))
+	}
 	return nil
+}
+
+// ParseNamespaces parses a comma-separated list of namespace names, or
+// "*" (every namespace); blanks around names are dropped, an empty list
+// is nil. A name that is not a DNS-1123 label is an error.
+func ParseNamespaces(s string) ([]string, error) {
+	var out []string
+	for _, ns := range strings.Split(s, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); ns != "*" && len(msgs) > 0 {
+			return nil, fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
+		out = append(out, ns)
+	}
+	return out, nil
 }
 
 // Run runs the manager until ctx ends. config returns the cluster's

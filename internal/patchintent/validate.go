@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/inputlimits"
 )
 
 // patchTarget is the identity of the object a patch is computed against.
@@ -58,6 +59,9 @@ const (
 // against the target, and returns an error naming the first input fieldops
 // would otherwise ignore or could never apply:
 //
+//   - a patch over the input limits (inputlimits.Patch: its size, nesting
+//     depth and number of JSON patch operations), checked first, in time
+//     linear in its size, so that no work on field sets is spent on it;
 //   - an empty patch ({}, [], null), or one that sets no field besides the
 //     target's identity (apiVersion, kind, metadata.name,
 //     metadata.namespace), or names another object than the target;
@@ -79,6 +83,9 @@ func validatePatch(typ v1alpha1.PatchType, raw []byte, target patchTarget, sch s
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return errors.New("the patch is empty")
+	}
+	if err := inputlimits.Patch(raw, typ == v1alpha1.PatchTypeJSON); err != nil {
+		return err
 	}
 	if typ == v1alpha1.PatchTypeJSON {
 		ops, err := decodeJSONPatch(raw)

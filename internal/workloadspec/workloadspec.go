@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/inputlimits"
 	"github.com/fieldops/fieldops/internal/names"
 )
 
@@ -84,6 +85,10 @@ func parse(mw *v1alpha1.ManagedWorkload, mapper meta.RESTMapper, i int, seen map
 	gvk := gv.WithKind(u.GetKind())
 	if u.GetName() == "" {
 		o.Err = Errorf(ReasonInvalidObject, false, "resources[%d] (%s): metadata.name is required (generateName cannot be applied)", i, gvk.Kind)
+		return o
+	}
+	if err := inputlimits.Object(mw.Spec.Resources[i].Raw); err != nil {
+		o.Err = Errorf(ReasonInvalidObject, false, "resources[%d] (%s %s): %v", i, gvk.Kind, u.GetName(), err)
 		return o
 	}
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

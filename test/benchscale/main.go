@@ -87,7 +87,7 @@ type options struct {
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 1000, "Number of Deployments and intents per side.")
-	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "Install config/admission/finalizers.yaml (part of config/default) before the fieldops side: FieldPatches get their finalizer at creation.")
+	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "Install config/admission/finalizers.yaml (an overlay adds it to config/default on Kubernetes 1.36+) before the fieldops side: FieldPatches get their finalizer at creation.")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Workers of both managers: fieldops --concurrency and Flux ResourceManager.SetConcurrency (kustomize-controller's --concurrent-ssa default).")
 	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
 	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
@@ -394,8 +394,13 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The FieldPatches act with the manager's rights (reading targets from
+	// its watches), as every measurement so far: the default, acting as
+	// each namespace's fieldops-tenant, reads targets through an
+	// impersonating client instead and is not what these numbers measure.
 	args := []string{"--kubeconfig", b.kubeconfig, "--concurrency", strconv.Itoa(b.o.concurrency),
-		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr}
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr,
+		"--manager-rights-namespaces=*"}
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics"}
 	if b.o.pprofDir != "" {
 		pprofAddr, err := freeAddr()

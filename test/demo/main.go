@@ -3,7 +3,10 @@
 //
 //  1. the aws-node DaemonSet of the Amazon VPC CNI (test/testdata, upstream
 //     manifest) is applied by another field manager, "eks";
-//  2. a FieldPatch adds HTTP_PROXY to the aws-node container;
+//  2. a FieldPatch adds HTTP_PROXY to the aws-node container, acting (as
+//     every namespaced FieldPatch does by default) as a ServiceAccount of
+//     kube-system that may only get and patch that DaemonSet
+//     (config/samples/accounts.yaml);
 //  3. the FieldPatch status and a per-field table of the DaemonSet's owners
 //     are printed;
 //  4. the FieldPatch is deleted and the owners are printed again.
@@ -36,6 +39,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/localcp"
+	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -44,6 +48,7 @@ apiVersion: fieldops.dev/v1alpha1
 kind: FieldPatch
 metadata: {name: aws-node-proxy, namespace: kube-system}
 spec:
+  serviceAccountName: aws-node-patcher
   target: {apiVersion: apps/v1, kind: DaemonSet, name: aws-node}
   patch:
     spec:
@@ -77,7 +82,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr); err != nil {
+	// The manager's flag defaults: namespaced objects act as accounts of
+	// their namespace.
+	if err := controllers.SetupWith(mgr, controllers.Options{DefaultServiceAccount: managercmd.DefaultServiceAccount, NoCrossNamespaceRefs: true}); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()
@@ -102,6 +109,24 @@ func run() error {
 		return err
 	}
 	fmt.Println("\n== aws-node DaemonSet applied by field manager \"eks\"")
+
+	accounts, err := os.ReadFile(filepath.Join(root, "config", "samples", "accounts.yaml"))
+	if err != nil {
+		return err
+	}
+	objs, err := localcp.DecodeAll(accounts)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != "kube-system" {
+			continue
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("platform-admin")); err != nil {
+			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	fmt.Println("== ServiceAccount kube-system/aws-node-patcher: get and patch on DaemonSet aws-node only")
 
 	fp := &v1alpha1.FieldPatch{}
 	if err := yaml.UnmarshalStrict([]byte(fieldPatch), fp); err != nil {

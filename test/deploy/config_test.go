@@ -18,11 +18,14 @@ import (
 func TestConfigRendersAndIsAccepted(t *testing.T) {
 	for _, dir := range []string{
 		"config/default",
+		"config/policy",
+		"config/admission",
 		"config/prometheus",
 		"config/grafana",
 		"config/network-policy",
 		"config/samples",
 		"test/deploy/testdata/with-plugins",
+		"test/deploy/testdata/with-manager-rights",
 	} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)
@@ -119,6 +122,11 @@ func TestRBAC(t *testing.T) {
 		{"ClusterRole", "fieldops-podset-editor"},
 		{"ClusterRole", "fieldops-podset-viewer"},
 		{"ClusterRole", "fieldops-managedworkload-viewer"},
+		{"ClusterRole", "fieldops-managedworkload-editor"},
+		{"ValidatingAdmissionPolicy", "fieldops-account-impersonation"},
+		{"ValidatingAdmissionPolicyBinding", "fieldops-account-impersonation"},
+		{"ValidatingAdmissionPolicy", "fieldops-patch-limits"},
+		{"ValidatingAdmissionPolicyBinding", "fieldops-patch-limits"},
 		{"Service", "fieldops-controller-manager-metrics-service"},
 		{"NetworkPolicy", "fieldops-allow-metrics-traffic"},
 	} {
@@ -127,10 +135,11 @@ func TestRBAC(t *testing.T) {
 		}
 	}
 	aggregated := map[string][]string{
-		"fieldops-fieldpatch-editor": {"admin"},
-		"fieldops-fieldpatch-viewer": {"admin", "edit", "view"},
-		"fieldops-podset-editor":     {"admin", "edit"},
-		"fieldops-podset-viewer":     {"admin", "edit", "view"},
+		"fieldops-fieldpatch-editor":      {"admin", "edit"},
+		"fieldops-managedworkload-editor": {"admin", "edit"},
+		"fieldops-fieldpatch-viewer":      {"admin", "edit", "view"},
+		"fieldops-podset-editor":          {"admin", "edit"},
+		"fieldops-podset-viewer":          {"admin", "edit", "view"},
 	}
 	for name, to := range aggregated {
 		labels := find(objs, "ClusterRole", name).GetLabels()
@@ -141,20 +150,35 @@ func TestRBAC(t *testing.T) {
 			}
 		}
 	}
-	// No tenant may edit ManagedWorkloads or ClusterFieldPatches through
-	// an aggregated role of config/default: without
-	// --default-service-account they act with the manager's rights
-	// (config/lockdown's roles: TestLockdownTenantRoles).
+	// No tenant may edit ClusterFieldPatches through an aggregated role:
+	// one naming no account acts with the manager's rights.
 	for _, o := range objs {
 		if o.GetKind() != "ClusterRole" || o.GetName() == "fieldops-manager-role" {
 			continue
 		}
 		for _, r := range rules(t, o) {
-			if (slices.Contains(r.Resources, "managedworkloads") || slices.Contains(r.Resources, "clusterfieldpatches")) &&
+			if slices.Contains(r.Resources, "clusterfieldpatches") &&
 				(slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "update") || slices.Contains(r.Verbs, "patch")) &&
 				strings.HasPrefix(o.GetName(), "fieldops-") {
 				t.Errorf("%s lets tenants write %v", o.GetName(), r.Resources)
 			}
 		}
+	}
+}
+
+// Nothing config/default installs needs a kind newer than Kubernetes
+// 1.30: the MutatingAdmissionPolicy (1.36) is in config/admission, which
+// an overlay adds.
+func TestDefaultNeedsKubernetes130(t *testing.T) {
+	newer := map[string]bool{"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true}
+	for _, o := range render(t, "config/default") {
+		if newer[o.GetKind()] || strings.HasSuffix(o.GetAPIVersion(), "alpha1") || strings.HasSuffix(o.GetAPIVersion(), "beta1") {
+			if o.GetKind() != "CustomResourceDefinition" {
+				t.Errorf("config/default has %s %s (%s), which Kubernetes 1.30 does not serve", o.GetKind(), o.GetName(), o.GetAPIVersion())
+			}
+		}
+	}
+	if find(render(t, "config/admission"), "MutatingAdmissionPolicy", "fieldops-finalizers") == nil {
+		t.Error("config/admission has no MutatingAdmissionPolicy fieldops-finalizers")
 	}
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -71,10 +72,13 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 // either order, the apiserver accepts every object, and the manager
 // carries both lockdown flags once, besides its own and the plugins'.
 func TestLockdownComponent(t *testing.T) {
+	// config/default leaves the tenancy flags to their defaults, which
+	// are lockdown's (managercmd: TestTenancyFlags); the component spells
+	// them out.
 	base := managerArgs(t, render(t, "config/default"))
 	for _, f := range []string{flagDefaultAccount, flagNoCrossNS} {
 		if slices.Contains(base, f) {
-			t.Errorf("config/default already has %s: it is the lockdown component's", f)
+			t.Errorf("config/default already has %s: it is the flag's default, spelled out by the lockdown component", f)
 		}
 	}
 	for _, dir := range lockdownOverlays {
@@ -95,17 +99,24 @@ func TestLockdownComponent(t *testing.T) {
 			if len(args) != len(want) {
 				t.Errorf("manager args %v, want %v in some order", args, want)
 			}
-			// The admission policy's default account is the flag's.
-			vap := find(objs, "ValidatingAdmissionPolicy", "fieldops-account-impersonation")
-			if vap == nil || find(objs, "ValidatingAdmissionPolicyBinding", "fieldops-account-impersonation") == nil {
-				t.Fatal("no ValidatingAdmissionPolicy and binding fieldops-account-impersonation")
-			}
-			vars, _, _ := unstructured.NestedSlice(vap.Object, "spec", "variables")
-			account := strings.TrimPrefix(flagDefaultAccount, "--default-service-account=")
-			if len(vars) != 1 || !strings.Contains(fmt.Sprint(vars[0]), ": '"+account+"'") {
-				t.Errorf("the admission policy's variables %v do not default to %q", vars, account)
-			}
+			checkPolicyAccount(t, objs, strings.TrimPrefix(flagDefaultAccount, "--default-service-account="))
 		})
+	}
+	// config/default's policy defaults to the manager flag's default.
+	checkPolicyAccount(t, render(t, "config/default"), managercmd.DefaultServiceAccount)
+}
+
+// checkPolicyAccount checks that the admission policy of objs judges
+// objects naming no account as account.
+func checkPolicyAccount(t *testing.T, objs []*unstructured.Unstructured, account string) {
+	t.Helper()
+	vap := find(objs, "ValidatingAdmissionPolicy", "fieldops-account-impersonation")
+	if vap == nil || find(objs, "ValidatingAdmissionPolicyBinding", "fieldops-account-impersonation") == nil {
+		t.Fatal("no ValidatingAdmissionPolicy and binding fieldops-account-impersonation")
+	}
+	vars, _, _ := unstructured.NestedSlice(vap.Object, "spec", "variables")
+	if len(vars) == 0 || !strings.Contains(fmt.Sprint(vars[0]), ": '"+account+"'") {
+		t.Errorf("the admission policy's variables %v do not default to %q", vars, account)
 	}
 }
 
@@ -145,27 +156,31 @@ func aggregatedTo(t *testing.T, l map[string]string) map[string]bool {
 	return out
 }
 
-// fieldops-fieldpatch-editor aggregates to edit only in lockdown, a
-// ManagedWorkload editor exists only there (admin and edit), and no
-// aggregated role ever lets tenants write ClusterFieldPatches. Aggregation
-// is judged by the live admin, edit and view roles' own selectors.
+// The tenant roles of config/default (and of the lockdown component,
+// now the same) aggregate the FieldPatch and ManagedWorkload editors to
+// admin and edit; with the manager-rights opt-in the FieldPatch editor is
+// admin's only and there is no ManagedWorkload editor; no aggregated role
+// ever lets tenants write ClusterFieldPatches. Aggregation is judged by
+// the live admin, edit and view roles' own selectors.
 func TestLockdownTenantRoles(t *testing.T) {
 	type want map[string]bool
+	secure := map[string]want{
+		"fieldops-fieldpatch-editor":      {"admin": true, "edit": true},
+		"fieldops-fieldpatch-viewer":      {"admin": true, "edit": true, "view": true},
+		"fieldops-managedworkload-editor": {"admin": true, "edit": true},
+		"fieldops-managedworkload-viewer": {"admin": true, "edit": true, "view": true},
+		"fieldops-podset-editor":          {"admin": true, "edit": true},
+	}
 	for _, c := range []struct {
 		dir   string
 		roles map[string]want // nil: the role must not exist
 	}{
-		{"config/default", map[string]want{
+		{"config/default", secure},
+		{"test/deploy/testdata/with-lockdown", secure},
+		{"test/deploy/testdata/with-manager-rights", map[string]want{
 			"fieldops-fieldpatch-editor":      {"admin": true},
 			"fieldops-fieldpatch-viewer":      {"admin": true, "edit": true, "view": true},
 			"fieldops-managedworkload-editor": nil,
-			"fieldops-managedworkload-viewer": {"admin": true, "edit": true, "view": true},
-			"fieldops-podset-editor":          {"admin": true, "edit": true},
-		}},
-		{"test/deploy/testdata/with-lockdown", map[string]want{
-			"fieldops-fieldpatch-editor":      {"admin": true, "edit": true},
-			"fieldops-fieldpatch-viewer":      {"admin": true, "edit": true, "view": true},
-			"fieldops-managedworkload-editor": {"admin": true, "edit": true},
 			"fieldops-managedworkload-viewer": {"admin": true, "edit": true, "view": true},
 			"fieldops-podset-editor":          {"admin": true, "edit": true},
 		}},
@@ -201,7 +216,7 @@ func TestLockdownTenantRoles(t *testing.T) {
 		})
 	}
 
-	// Why edit may have FieldPatches and ManagedWorkloads in lockdown: the
+	// Why edit may have FieldPatches and ManagedWorkloads: the
 	// built-in edit role (system:aggregate-to-edit, from the apiserver's
 	// bootstrap policy) already lets its holders impersonate every
 	// ServiceAccount of their namespace, so an object acting as one of
@@ -217,26 +232,35 @@ func TestLockdownTenantRoles(t *testing.T) {
 	}
 }
 
-// In lockdown the manager's ClusterRole is config/default's without create
-// and delete on every kind; nothing else changes.
+// The manager's ClusterRole: config/default's rule on every kind has no
+// create or delete (ManagedWorkloads create and delete through their
+// accounts), lockdown's is the same, and the manager-rights opt-in adds
+// create and delete to that rule and changes nothing else.
 func TestLockdownManagerRole(t *testing.T) {
 	def := rules(t, find(render(t, "config/default"), "ClusterRole", "fieldops-manager-role"))
 	lock := rules(t, find(render(t, "test/deploy/testdata/with-lockdown"), "ClusterRole", "fieldops-manager-role"))
-	if len(def) != len(lock) {
-		t.Fatalf("lockdown manager role has %d rules, config/default's %d", len(lock), len(def))
+	opt := rules(t, find(render(t, "test/deploy/testdata/with-manager-rights"), "ClusterRole", "fieldops-manager-role"))
+	if !equality.Semantic.DeepEqual(def, lock) {
+		t.Errorf("the lockdown manager role differs from config/default's:\n%+v\n%+v", lock, def)
+	}
+	if len(def) != len(opt) {
+		t.Fatalf("the manager-rights role has %d rules, config/default's %d", len(opt), len(def))
 	}
 	var wild int
 	for i := range def {
-		d, l := def[i], lock[i]
+		d, o := def[i], opt[i]
 		if slices.Equal(d.APIGroups, []string{"*"}) && slices.Equal(d.Resources, []string{"*"}) {
 			wild++
-			if want := []string{"get", "list", "patch", "watch"}; !slices.Equal(l.Verbs, want) {
-				t.Errorf("lockdown rule on every kind: verbs %v, want %v", l.Verbs, want)
+			if want := []string{"get", "list", "patch", "watch"}; !slices.Equal(d.Verbs, want) {
+				t.Errorf("config/default's rule on every kind: verbs %v, want %v", d.Verbs, want)
 			}
-			l.Verbs = d.Verbs
+			if want := []string{"create", "delete", "get", "list", "patch", "watch"}; !slices.Equal(o.Verbs, want) {
+				t.Errorf("manager-rights rule on every kind: verbs %v, want %v", o.Verbs, want)
+			}
+			o.Verbs = d.Verbs
 		}
-		if !equality.Semantic.DeepEqual(d, l) {
-			t.Errorf("rule %d differs: config/default %+v, lockdown %+v", i, d, l)
+		if !equality.Semantic.DeepEqual(d, o) {
+			t.Errorf("rule %d differs: config/default %+v, manager-rights %+v", i, d, o)
 		}
 	}
 	if wild != 1 {
@@ -550,8 +574,7 @@ func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
 func startManager(t *testing.T, c *rest.Config, opts controllers.Options) {
 	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	// Several tests of the package run a manager, one after the other:
-	// the same controller names each time.
+	// Several tests start a manager, one after the other, in one process.
 	mgr, err := ctrl.NewManager(c, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {

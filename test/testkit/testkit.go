@@ -255,3 +255,41 @@ func Sample(t testing.TB, file string, obj interface{}) {
 		t.Fatalf("%s: %v", file, err)
 	}
 }
+
+// SampleAccounts applies the objects of config/samples/accounts.yaml that
+// are in namespace from (the least-rights ServiceAccounts, Roles and
+// RoleBindings a sample acts as) into namespace to, so that a sample
+// moved to a test's namespace finds its account there.
+func (k Kit) SampleAccounts(t testing.TB, from, to string) {
+	t.Helper()
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "config", "samples", "accounts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := localcp.DecodeAll(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != from {
+			continue
+		}
+		o.SetNamespace(to)
+		if o.GetKind() == "RoleBinding" {
+			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			for _, s := range subjects {
+				if m, ok := s.(map[string]interface{}); ok && m["namespace"] == from {
+					m["namespace"] = to
+				}
+			}
+			_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
+		}
+		if err := k.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("platform-admin"), client.ForceOwnership); err != nil {
+			t.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}

@@ -23,15 +23,33 @@ import (
 type Options struct {
 	// DefaultServiceAccount is the account, in the object's own namespace,
 	// of namespaced fieldops objects that name none (the manager's
-	// --default-service-account: the lockdown mode for shared clusters).
-	// Empty: such objects act with the manager's own rights.
+	// --default-service-account, fieldops-tenant unless a cluster
+	// administrator says otherwise). Empty: such objects act with the
+	// manager's own rights (the zero Options, which tests use).
 	DefaultServiceAccount string
+	// ManagerRightsNamespaces are the namespaces whose fieldops objects
+	// that name no account act with the manager's own rights although
+	// DefaultServiceAccount is set (--manager-rights-namespaces, a cluster
+	// administrator's explicit opt-in); "*" is every namespace.
+	ManagerRightsNamespaces []string
 	// NoCrossNamespaceRefs refuses ManagedWorkload objects outside the
 	// workload's own namespace (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
 	// OwnNamespace is the namespace the manager runs in: no fieldops object
 	// may change what is in it.
 	OwnNamespace string
+}
+
+// ManagerRights reports whether namespaced objects of namespace that name
+// no account act with the manager's rights: it is one of
+// ManagerRightsNamespaces, or that list holds "*".
+func (o Options) ManagerRights(namespace string) bool {
+	for _, ns := range o.ManagerRightsNamespaces {
+		if ns == "*" || ns == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // Account is the ServiceAccount a fieldops object acts as; the zero
@@ -60,8 +78,11 @@ func (a Account) String() string {
 // a cluster-scoped one) that names serviceAccountName (and, for a
 // cluster-scoped object, serviceAccountNamespace). A namespaced object's
 // account is always in its own namespace; without a name it gets
-// opts.DefaultServiceAccount. A cluster-scoped object without a name acts
-// as the manager (ClusterFieldPatch is for cluster administrators).
+// opts.DefaultServiceAccount, unless its namespace is one of
+// opts.ManagerRightsNamespaces (then, as with an empty
+// DefaultServiceAccount, the manager). A cluster-scoped object without a
+// name acts as the manager (ClusterFieldPatch is for cluster
+// administrators).
 func Resolve(opts Options, namespace, serviceAccountName, serviceAccountNamespace string) (Account, error) {
 	if namespace == "" {
 		if serviceAccountName == "" {
@@ -75,7 +96,7 @@ func Resolve(opts Options, namespace, serviceAccountName, serviceAccountNamespac
 	if serviceAccountNamespace != "" && serviceAccountNamespace != namespace {
 		return Account{}, fmt.Errorf("serviceAccountNamespace %q: a namespaced object acts as an account of its own namespace %q", serviceAccountNamespace, namespace)
 	}
-	if serviceAccountName == "" {
+	if serviceAccountName == "" && !opts.ManagerRights(namespace) {
 		serviceAccountName = opts.DefaultServiceAccount
 	}
 	if serviceAccountName == "" {

@@ -1,0 +1,33 @@
+package tenant
+
+import "testing"
+
+func TestResolve(t *testing.T) {
+	locked := Options{DefaultServiceAccount: "fieldops-tenant"}
+	optIn := Options{DefaultServiceAccount: "fieldops-tenant", ManagerRightsNamespaces: []string{"kube-system"}}
+	all := Options{ManagerRightsNamespaces: []string{"*"}}
+	for _, tc := range []struct {
+		name              string
+		opts              Options
+		namespace, sa, sn string
+		want              Account
+		err               bool
+	}{
+		{"default account", locked, "team", "", "", Account{"team", "fieldops-tenant"}, false},
+		{"named account", locked, "team", "robot", "", Account{"team", "robot"}, false},
+		{"another namespace's account", locked, "team", "robot", "other", Account{}, true},
+		{"opted-in namespace", optIn, "kube-system", "", "", Account{}, false},
+		{"opted-in namespace, named account", optIn, "kube-system", "robot", "", Account{"kube-system", "robot"}, false},
+		{"namespace not opted in", optIn, "team", "", "", Account{"team", "fieldops-tenant"}, false},
+		{"every namespace opted in", all, "team", "", "", Account{}, false},
+		{"zero options: the manager", Options{}, "team", "", "", Account{}, false},
+		{"cluster-scoped without account", locked, "", "", "", Account{}, false},
+		{"cluster-scoped with account", locked, "", "robot", "ops", Account{"ops", "robot"}, false},
+		{"cluster-scoped without its namespace", locked, "", "robot", "", Account{}, true},
+	} {
+		got, err := Resolve(tc.opts, tc.namespace, tc.sa, tc.sn)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v, error %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
