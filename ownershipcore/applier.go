@@ -100,12 +100,13 @@ type Result struct {
 	Failed []Conflict
 	// Messages are the strategy's messages, one per resolved conflict.
 	Messages []string
-	// Removed are fields Relinquish removed itself because the apiserver
-	// left them after the empty apply (nil otherwise).
+	// Removed are the fields a relinquish (LetGo) removed with their
+	// values: those manager owned alone. Nil for an apply.
 	Removed *fieldpath.Set
-	// Kept are fields Relinquish could not remove, because the object
-	// would be invalid without them (the apiserver refused the empty
-	// apply); they stay with their values and no owner. Nil otherwise.
+	// Kept are fields a relinquish could not remove (the object would be
+	// invalid without them, or the result cannot be predicted): they stay
+	// with their values and no owner (Outcome.Why says why). Nil
+	// otherwise.
 	Kept *fieldpath.Set
 }
 
@@ -199,13 +200,14 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		}
 	}
 	var res Result
-	for attempt := 0; attempt < commitAttempts; attempt++ {
+	for attempt := 1; ; attempt++ {
 		res, err = a.applyOnce(ctx, intent, live, opts)
-		if !errors.Is(err, ErrStale) {
+		if !errors.Is(err, ErrStale) || attempt == commitAttempts {
 			break
 		}
-		if live, err = a.GetFresh(ctx, intent); err != nil {
-			return res, err
+		var rerr error
+		if live, rerr = a.GetFresh(ctx, intent); rerr != nil {
+			return res, rerr
 		}
 	}
 	if err != nil && !errors.As(err, new(*ConflictError)) {
@@ -248,31 +250,70 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 	return a.send(ctx, &res, intent, s.Object, force, opts)
 }
 
-// dropFirst commits Model.Drop of intent on s (see Apply), and returns the
-// state after it and whether it wrote. With entries of another version
-// whose paths may differ the drop cannot be predicted: nothing is written
-// and the apiserver's apply drops the fields itself.
+// dropFirst prepares s for the apply of intent (see Apply) and returns the
+// state after it and whether it wrote. Of what the intent drops from
+// manager's Apply entry (Model.Drop), the list items and maps that hold
+// another manager's field are released first, ownership only, so that the
+// apply does not remove them; the apply itself removes the rest, in the
+// same request as the new values (the object is validated as a whole).
+// Only when the apply would then leave a map or list null (it empties
+// one another manager owns) does the whole Drop go first, values
+// included. A drop that cannot be predicted (entries of another version
+// whose paths may differ) writes nothing: the apply drops the fields
+// itself.
 func (a *Applier) dropFirst(ctx context.Context, s State, intent *unstructured.Unstructured, manager string) (State, bool, error) {
-	next, _, err := a.Model().Drop(s, intent, manager)
-	if errors.Is(err, ErrUnpredictable) {
-		return s, false, nil
+	m := a.Model()
+	dropped, _, err := m.Drop(s, intent, manager)
+	if err != nil || Diff(s, dropped) == "" {
+		return s, false, ignoreUnpredictable(err)
 	}
-	if err != nil {
-		return s, false, err
+	next := m.releaseHolders(s, dropped, manager)
+	if applied, err := m.Apply(next, intent, manager, true); err == nil && newNull(s, applied) {
+		next = dropped
 	}
 	if Diff(s, next) == "" {
 		return s, false, nil
 	}
+	if err := m.Check(s, next, Op{Kind: OpDrop, Manager: manager, Fields: s.ours(manager).Difference(next.ours(manager))}); err != nil {
+		return s, false, err
+	}
 	got, err := a.Commit(ctx, s, next, manager)
 	if err != nil {
-		return s, false, err
+		return s, false, ignoreUnpredictable(err)
 	}
 	got.Object.SetAPIVersion(intent.GetAPIVersion())
 	return got, true, nil
 }
 
-// decide runs the apply of intent on s locally (Model.Apply, or ApplyView
-// when s's entries of other versions may name other paths): it returns the
+// releaseHolders is s with manager's Apply entry without the list items
+// and maps that dropped releases because they hold another manager's field
+// (what dropped keeps in place but manager no longer owns).
+func (m Model) releaseHolders(s, dropped State, manager string) State {
+	content, err := m.contentSet(dropped.Object)
+	if err != nil {
+		return s
+	}
+	kept := s.ours(manager).Difference(dropped.ours(manager)).Intersection(withParents(content))
+	next, _ := Release(s, manager, kept)
+	return next
+}
+
+// newNull reports whether after holds a null where before held a value.
+func newNull(before, after State) bool {
+	return hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object))
+}
+
+// ignoreUnpredictable is err, or nil when it is ErrUnpredictable: the
+// step it guards is left to the apiserver.
+func ignoreUnpredictable(err error) error {
+	if errors.Is(err, ErrUnpredictable) {
+		return nil
+	}
+	return err
+}
+
+// decide runs the apply of intent on s locally (Model.Apply on s.View():
+// entries of other versions that may name other paths set aside): it returns the
 // intent without the fields the strategy yields, whether to force, and
 // whether the apply would change nothing. An intent the apiserver's field
 // manager refuses (duplicate list-map keys, a wrong type) is an error,
@@ -317,7 +358,7 @@ func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructu
 			return *res, nil
 		case isUIDMismatch(err):
 			return *res, ErrTargetGone
-		case isStaleApply(err):
+		case force && isStaleApply(err):
 			return *res, fmt.Errorf("%w: %v", ErrStale, err)
 		case !apierrors.IsConflict(err) || force || round > 0:
 			return *res, err
@@ -364,8 +405,9 @@ func appliedAction(live, out *unstructured.Unstructured, dryRun bool) Action {
 	return ActionConfigured
 }
 
-// isStaleApply reports an apply refused by its resourceVersion
-// precondition: a 409 that names no field manager conflict.
+// isStaleApply reports a forced apply refused by its resourceVersion
+// precondition: a 409 that names no field manager conflict (only a forced
+// apply carries one).
 func isStaleApply(err error) bool {
 	var status apierrors.APIStatus
 	if !apierrors.IsConflict(err) || !errors.As(err, &status) {

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ErrStale is returned (wrapped) by Commit when the object moved on from
+// ErrStale is returned (wrapped) by Commit, and by a forced apply's
+// request, when the object moved on from
 // the state the write was computed from (its resourceVersion changed) or
 // was deleted or replaced (its UID): nothing was written. The operations
 // are idempotent: read the object again and compute anew.
@@ -37,7 +38,7 @@ func (e *DivergenceError) Error() string {
 // that sets the content and the managed fields together (SSA docs, "Using
 // Update to change managed fields"), guarded by tests of before's UID and
 // resourceVersion, for the operations that change ownership and remove
-// values (HandBack, Release, Shield, Relinquish): the apiserver runs
+// values (HandBack, Release, Relinquish, Drop): the apiserver runs
 // admission and validation on it as on any update. Before sending, the
 // apiserver's own field manager must record the write as after (Predict),
 // else nothing is sent and ErrUnpredictable is returned. The answer is

@@ -144,25 +144,24 @@ func (a *Applier) letGoOnce(ctx context.Context, obj, live *unstructured.Unstruc
 	}
 	m := a.Model()
 	next, out, err := m.LetGo(s, manager, g)
-	if errors.Is(err, ErrUnpredictable) {
+	var got State
+	if err == nil {
+		got, err = a.Commit(ctx, s, next, manager)
+	}
+	why := ""
+	switch {
+	case errors.Is(err, ErrUnpredictable) && g.Relinquish:
+		why = err.Error()
+	case apierrors.IsInvalid(err) && g.Relinquish:
+		why = "the apiserver refused the object without them"
+	}
+	if why != "" {
+		// The fields manager owns alone stay, without an owner.
 		g.Relinquish = false
 		if next, out, err = m.LetGo(s, manager, g); err == nil {
-			next, out = keepInstead(next, manager, out, "the result of removing them cannot be predicted (managed fields of another version)")
+			next, out = keepInstead(next, manager, out, why)
+			got, err = a.Commit(ctx, s, next, manager)
 		}
-	}
-	if err != nil {
-		return Result{}, out, err
-	}
-	got, err := a.Commit(ctx, s, next, manager)
-	if apierrors.IsInvalid(err) && g.Relinquish {
-		// The object would not validate without the fields manager owned
-		// alone (a required field): they stay, unowned.
-		g.Relinquish = false
-		if next, out, err = m.LetGo(s, manager, g); err != nil {
-			return Result{}, out, err
-		}
-		next, out = keepInstead(next, manager, out, "the apiserver refused the object without them")
-		got, err = a.Commit(ctx, s, next, manager)
 	}
 	var div *DivergenceError
 	if errors.As(err, &div) && g.Relinquish && hasEntry(got.Owners, manager) {

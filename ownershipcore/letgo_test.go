@@ -167,3 +167,36 @@ func forcedPatch(t *testing.T, a *ownershipcore.Applier, owner, base, intent str
 	}
 	return forced{base: b, intent: in, applied: res.Object, previous: previous, taken: set}
 }
+
+// An apply that renames a Deployment's only container (the applier owns
+// the list alone): what the intent drops is removed by the apply itself,
+// in one request with the new item, never first on its own (the object
+// without any container is invalid: spec.template.spec.containers is
+// required).
+func TestApplyRenamesTheOnlyContainer(t *testing.T) {
+	ctx := context.Background()
+	a, requests := newApplier(t)
+	const dep = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"rename","namespace":"default"},
+"spec":{"replicas":1,"selector":{"matchLabels":{"app":"rename"}},"template":{"metadata":{"labels":{"app":"rename"}},
+"spec":{"containers":[{"name":"%s","image":"nginx:1.27"}]}}}}`
+	opts := ownershipcore.ApplyOptions{FieldManager: "mw"}
+	if _, err := a.Apply(ctx, obj(t, sprintf(dep, "app")), opts); err != nil {
+		t.Fatal(err)
+	}
+	before := requests.writes.Load()
+	res, err := a.Apply(ctx, obj(t, sprintf(dep, "web")), opts)
+	if err != nil {
+		t.Fatalf("rename the only container: %v", err)
+	}
+	if !res.Wrote() {
+		t.Errorf("action %s, want a write", res.Action)
+	}
+	if n := requests.writes.Load() - before; n != 1 {
+		t.Errorf("%d writes, want 1 (the apply)", n)
+	}
+	live := get(t, a.Client, obj(t, sprintf(dep, "web")))
+	cs, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 || cs[0].(map[string]interface{})["name"] != "web" {
+		t.Errorf("containers = %v, want web alone", cs)
+	}
+}

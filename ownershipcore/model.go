@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -426,20 +425,4 @@ func isEmpty(v interface{}) bool {
 		return len(c) == 0
 	}
 	return false
-}
-
-// Entries of manager, for tests and the fuzzer.
-func (s State) entriesOf(manager string) ManagedFields {
-	var out ManagedFields
-	for _, e := range s.Owners {
-		if e.Manager == manager {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// applyEntry is manager's Apply entry key at s's version.
-func applyEntry(s State, manager string) ManagerKey {
-	return ManagerKey{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: s.Object.GetAPIVersion()}
 }

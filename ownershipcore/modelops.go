@@ -29,7 +29,7 @@ func (a *Applier) Model() Model { return Model{Schema: a.Schema} }
 // A conflict is returned as the apiserver's 409 (apierrors.IsConflict); an
 // invalid intent as the field manager's error.
 func (m Model) Apply(s State, intent *unstructured.Unstructured, manager string, force bool) (State, error) {
-	return m.run(s, manager, func(obj runtime.Object, _ func(*unstructured.Unstructured) error) (runtime.Object, error) {
+	return m.run(s, manager, true, func(obj runtime.Object, _ func(*unstructured.Unstructured) error) (runtime.Object, error) {
 		fm, err := m.Schema.FieldManager(s.Object.GroupVersionKind())
 		if err != nil {
 			return nil, err
@@ -45,7 +45,7 @@ func (m Model) Apply(s State, intent *unstructured.Unstructured, manager string,
 // first, as the apiserver lets a request set them (SSA docs, "Using Update
 // to change managed fields").
 func (m Model) Update(s State, next *unstructured.Unstructured, manager string) (State, error) {
-	return m.run(s, manager, func(obj runtime.Object, relabel func(*unstructured.Unstructured) error) (runtime.Object, error) {
+	return m.run(s, manager, false, func(obj runtime.Object, relabel func(*unstructured.Unstructured) error) (runtime.Object, error) {
 		fm, err := m.Schema.FieldManager(s.Object.GroupVersionKind())
 		if err != nil {
 			return nil, err
@@ -64,7 +64,7 @@ func (m Model) Update(s State, next *unstructured.Unstructured, manager string) 
 // object's version for the operation and their own back after it: the
 // apiserver converts them with an identity conversion too (CRD conversion
 // strategy None).
-func (m Model) run(s State, manager string, op func(obj runtime.Object, relabel func(*unstructured.Unstructured) error) (runtime.Object, error)) (State, error) {
+func (m Model) run(s State, manager string, applying bool, op func(obj runtime.Object, relabel func(*unstructured.Unstructured) error) (runtime.Object, error)) (State, error) {
 	if err := s.comparable(); err != nil {
 		return State{}, err
 	}
@@ -102,7 +102,10 @@ func (m Model) run(s State, manager string, op func(obj runtime.Object, relabel 
 	for i, e := range owners {
 		key := e.ManagerKey
 		key.APIVersion = version
-		if v, ok := restore[key]; ok && e.Manager != manager && e.Subresource == "" {
+		// An apply moves manager's Apply entry to the object's version;
+		// every other entry keeps its own.
+		ownApply := applying && e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply
+		if v, ok := restore[key]; ok && !ownApply && e.Subresource == "" {
 			owners[i].APIVersion = v
 		}
 	}
@@ -140,11 +143,12 @@ func relabelEntries(u *unstructured.Unstructured, version string, restore map[Ma
 // field changes owner, no entry appears or goes, but as planned. It returns
 // ErrUnpredictable (wrapped, with the difference) otherwise.
 func (m Model) Predict(before, after State, manager string) error {
-	if equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
+	if before.comparable() != nil && equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
 		// A write that changes no value changes no field's owner: the
 		// apiserver keeps the managed fields the request sets (SSA docs,
 		// "Using Update to change managed fields"), entries of other
-		// versions too, which need no conversion then.
+		// versions too, which need no conversion then. The field manager
+		// is run whenever it can be (it also caps Update entries).
 		return nil
 	}
 	next, err := after.Encoded()

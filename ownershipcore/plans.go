@@ -110,11 +110,10 @@ func ReleasePlan(current ManagedFields, manager string, fields *fieldpath.Set) (
 
 // holders returns the paths of ours that hold a path of others: list items
 // and maps above another manager's field (removing them would remove that
-// field), with the key fields of such list items. Releasing them before an
-// empty apply keeps every other manager's field. A holder another manager
-// owns too is left out: the empty apply cannot remove it (a container
-// item both applied, with our env var in it), so releasing it would cost
-// a request for nothing.
+// field), with the key fields of such list items: a relinquish or drop
+// leaves them in place (released), so no other manager's field goes with
+// them. A holder another manager owns too is left out: no removal of ours
+// can remove it (a container item both applied, with our env var in it).
 func holders(others, ours *fieldpath.Set) *fieldpath.Set {
 	out := fieldpath.NewSet()
 	others.Iterate(func(p fieldpath.Path) {
@@ -141,15 +140,4 @@ func insertWithKeys(out *fieldpath.Set, path fieldpath.Path, from *fieldpath.Set
 			}
 		}
 	}
-}
-
-// others is the union of the fields of every entry but manager's.
-func (m ManagedFields) others(manager string) *fieldpath.Set {
-	out := fieldpath.NewSet()
-	for _, e := range m {
-		if e.Manager != manager {
-			out = out.Union(e.Fields)
-		}
-	}
-	return out
 }
