@@ -9,10 +9,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // Severity says whether a finding makes the object fail or only changes
@@ -67,7 +66,7 @@ func Check(obj *unstructured.Unstructured, changes []Change) ([]Finding, error) 
 		if c.Version != version {
 			continue
 		}
-		for _, at := range instances(obj.Object, c.Path, "", fieldpath.Path{}, true) {
+		for _, at := range instances(obj.Object, c.Path, "", fieldset.Path{}, true) {
 			out = append(out, checkOne(c, at, owners)...)
 		}
 	}
@@ -82,11 +81,11 @@ type instance struct {
 	// fp is the path in managedFields' form; valid only when no list lies
 	// between the root and the value (list elements are named by the
 	// old topology's keys, which a changed schema may not give).
-	fp      fieldpath.Path
+	fp      fieldset.Path
 	fpValid bool
 }
 
-func instances(v interface{}, path Path, at string, fp fieldpath.Path, fpValid bool) []instance {
+func instances(v interface{}, path Path, at string, fp fieldset.Path, fpValid bool) []instance {
 	if len(path) == 0 {
 		return []instance{{path: at, value: v, fp: fp, fpValid: fpValid}}
 	}
@@ -106,19 +105,15 @@ func instances(v interface{}, path Path, at string, fp fieldpath.Path, fpValid b
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			out = append(out, instances(m[k], path[1:], at+"."+k, appendField(fp, k), fpValid)...)
+			out = append(out, instances(m[k], path[1:], at+"."+k, fieldset.WithField(fp, k), fpValid)...)
 		}
 	default:
 		m, _ := v.(map[string]interface{})
 		if e, ok := m[s.Field]; ok && e != nil {
-			out = append(out, instances(e, path[1:], at+"."+s.Field, appendField(fp, s.Field), fpValid)...)
+			out = append(out, instances(e, path[1:], at+"."+s.Field, fieldset.WithField(fp, s.Field), fpValid)...)
 		}
 	}
 	return out
-}
-
-func appendField(fp fieldpath.Path, name string) fieldpath.Path {
-	return append(slices.Clip(fp), fieldpath.PathElement{FieldName: &name})
 }
 
 func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Finding {
@@ -167,10 +162,10 @@ func pronoun(holders []string) string {
 
 // ownersOf names the managers whose field set holds fp or a field under
 // it, as "manager" (Operation).
-func ownersOf(owners ownershipcore.ManagedFields, fp fieldpath.Path) []string {
+func ownersOf(owners ownershipcore.ManagedFields, fp fieldset.Path) []string {
 	var out []string
 	for _, e := range owners {
-		held := e.Fields.Has(fp) || hasUnder(e.Fields, fp)
+		held := fieldset.HasAtOrBelow(e.Fields, fp)
 		if name := fmt.Sprintf("%q (%s)", e.Manager, e.Operation); held && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
@@ -270,40 +265,19 @@ func duplicates(c Change, at instance, list []interface{}, dup []int, owners own
 // holds reports whether a field set holds element e of the list at fp,
 // named as the old topology names it: the list itself when it was
 // atomic, the entry's key or value when it was a map or set.
-func holds(set *fieldpath.Set, fp fieldpath.Path, old Topology, e interface{}) bool {
-	var pe fieldpath.PathElement
+func holds(set *fieldset.Set, fp fieldset.Path, old Topology, e interface{}) bool {
 	switch old.Type {
 	case "map":
 		m, ok := e.(map[string]interface{})
 		if !ok {
 			return false
 		}
-		key := value.FieldList{}
-		for _, k := range old.Keys {
-			if v, ok := m[k]; ok {
-				key = append(key, value.Field{Name: k, Value: value.NewValueInterface(v)})
-			}
-		}
-		key.Sort()
-		pe.Key = &key
+		return fieldset.HasAtOrBelow(set, fieldset.WithItemKeys(fp, m, old.Keys))
 	case "set":
-		v := value.NewValueInterface(e)
-		pe.Value = &v
+		return fieldset.HasAtOrBelow(set, fieldset.WithItemValue(fp, e))
 	default:
-		return set.Has(fp) || hasUnder(set, fp)
+		return fieldset.HasAtOrBelow(set, fp)
 	}
-	p := append(slices.Clip(fp), pe)
-	return set.Has(p) || hasUnder(set, p)
-}
-
-func hasUnder(set *fieldpath.Set, fp fieldpath.Path) bool {
-	under := false
-	set.Iterate(func(p fieldpath.Path) {
-		if len(p) > len(fp) && p[:len(fp)].Equals(fp) {
-			under = true
-		}
-	})
-	return under
 }
 
 // checkSet applies structured-merge-diff's rules for the elements of a

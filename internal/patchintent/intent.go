@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -12,12 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // patchedObject returns live with the patch of spec applied, for the
@@ -92,11 +89,11 @@ func Build(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1
 	// The schema is read from live's typed value only when a question
 	// needs it (an empty object, a JSON patch): most patches never ask.
 	sch := &lazySchema{load: func() *typedSchema {
-		tv, err := a.Schema.ToTyped(live)
+		info, err := a.Schema.Info(live)
 		if err != nil {
 			return nil // the intent's own conversion reports it
 		}
-		return &typedSchema{schema: tv.Schema(), root: tv.TypeRef()}
+		return &typedSchema{info: info}
 	}}
 	target := patchTarget{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
 	if err := validatePatch(TypeOrApply(spec.Type), spec.Patch.Raw, target, sch); err != nil {
@@ -129,7 +126,7 @@ func Build(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1
 // in the intent, when manager owns nothing or the patch cannot be
 // computed without those fields (a JSON patch's replace or test of one):
 // the field is then let go only at deletion.
-func writtenFields(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructured, sch schemaInfo, owned ownedFunc, manager string) *fieldpath.Set {
+func writtenFields(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, live *unstructured.Unstructured, sch schemaInfo, owned ownedFunc, manager string) *fieldset.Set {
 	owners, err := ownershipcore.Owners(live)
 	if err != nil {
 		return nil
@@ -138,8 +135,8 @@ func writtenFields(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, live
 	if ours == nil {
 		return nil
 	}
-	strip := fieldpath.NewSet()
-	ours.Fields.Leaves().Iterate(func(p fieldpath.Path) {
+	strip := fieldset.NewSet()
+	ours.Fields.Leaves().Iterate(func(p fieldset.Path) {
 		if !isItemKey(p) {
 			strip.Insert(p.Copy())
 		}
@@ -161,7 +158,7 @@ func writtenFields(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, live
 
 // isItemKey reports whether p is a key field of a list item, such as
 // .spec.containers[name="app"].name.
-func isItemKey(p fieldpath.Path) bool {
+func isItemKey(p fieldset.Path) bool {
 	if len(p) < 2 || p[len(p)-1].FieldName == nil || p[len(p)-2].Key == nil {
 		return false
 	}
@@ -239,118 +236,34 @@ func isJSONObject(raw []byte) bool {
 	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
-// typedSchema is the schemaInfo of a kind's structured-merge-diff schema,
-// as the ownership core reads it from the apiserver's OpenAPI.
+// typedSchema is the schemaInfo of a kind's schema, as the ownership core
+// reads it from the apiserver's OpenAPI (ownershipcore.SchemaInfo).
 type typedSchema struct {
-	schema *smdschema.Schema
-	root   smdschema.TypeRef
-}
-
-// atom resolves the type at path; ok is false when the schema does not
-// declare it. A token that is a list position descends into a list, any
-// other into a map (a deduced, untyped value may be either).
-func (s *typedSchema) atom(path []string) (smdschema.Atom, bool) {
-	tr := s.root
-	for _, t := range path {
-		a, ok := s.schema.Resolve(tr)
-		if !ok {
-			return smdschema.Atom{}, false
-		}
-		switch {
-		case a.List != nil && isListPosition(t):
-			tr = a.List.ElementType
-		case a.Map != nil:
-			if f, ok := a.Map.FindField(t); ok {
-				tr = f.Type
-			} else if a.Map.ElementType.NamedType != nil || a.Map.ElementType.Inlined != (smdschema.Atom{}) {
-				tr = a.Map.ElementType
-			} else {
-				return smdschema.Atom{}, false
-			}
-		default:
-			return smdschema.Atom{}, false
-		}
-	}
-	return s.schema.Resolve(tr)
+	info *ownershipcore.SchemaInfo
 }
 
 // IsStruct implements schemaInfo.
 func (s *typedSchema) IsStruct(path []string) bool {
-	a, ok := s.atom(path)
-	return ok && a.Map != nil && len(a.Map.Fields) > 0
+	shape, ok := s.info.Shape(path)
+	return ok && shape.Struct
 }
 
 // ListKeys implements schemaInfo.
 func (s *typedSchema) ListKeys(path []string) []string {
-	a, ok := s.atom(path)
-	if !ok || a.List == nil || a.List.ElementRelationship != smdschema.Associative {
+	shape, ok := s.info.Shape(path)
+	if !ok {
 		return nil
 	}
-	return a.List.Keys
+	return shape.Keys
 }
 
-// fieldPath turns a JSON pointer into doc into the structured-merge-diff
-// path of the field it names, as managedFields records it: list items by
-// their keys (map lists) or values (sets). At an atomic list it stops: the
-// list is the field. ok is false when path does not name a field of doc.
-func (s *typedSchema) fieldPath(doc interface{}, path []string) (fieldpath.Path, bool) {
-	var out fieldpath.Path
-	tr := s.root
-	for _, t := range path {
-		a, ok := s.schema.Resolve(tr)
-		if !ok {
-			return nil, false
-		}
-		switch d := doc.(type) {
-		case []interface{}:
-			if a.List == nil {
-				return nil, false
-			}
-			i, err := strconv.Atoi(t)
-			if err != nil || i < 0 || i >= len(d) {
-				return nil, false
-			}
-			if a.List.ElementRelationship != smdschema.Associative {
-				return out, true
-			}
-			item := d[i]
-			if len(a.List.Keys) == 0 {
-				v := value.NewValueInterface(item)
-				out = append(out, fieldpath.PathElement{Value: &v})
-			} else {
-				m, ok := item.(map[string]interface{})
-				if !ok {
-					return nil, false
-				}
-				var kv []interface{}
-				for _, k := range a.List.Keys {
-					if _, ok := m[k]; !ok {
-						return nil, false
-					}
-					kv = append(kv, k, m[k])
-				}
-				out = append(out, fieldpath.PathElement{Key: fieldpath.KeyByFields(kv...)})
-			}
-			doc, tr = item, a.List.ElementType
-		case map[string]interface{}:
-			if a.Map == nil {
-				return nil, false
-			}
-			name := t
-			out = append(out, fieldpath.PathElement{FieldName: &name})
-			if f, ok := a.Map.FindField(t); ok {
-				tr = f.Type
-			} else {
-				tr = a.Map.ElementType
-			}
-			if doc, ok = d[t]; !ok {
-				return nil, false
-			}
-		default:
-			return nil, false
-		}
-	}
-	return out, true
+// fieldPath turns a JSON pointer into doc into the path of the field it
+// names, as managedFields records it (ownershipcore.SchemaInfo.FieldPath):
+// list items by their keys (map lists) or values (sets); at an atomic list
+// it stops, the list being the field. ok is false when path does not name a
+// field of doc.
+func (s *typedSchema) fieldPath(doc interface{}, path []string) (fieldset.Path, bool) {
+	return s.info.FieldPath(doc, path)
 }
 
 // owned returns the ownedFunc of manager on live: a path is the patch's own
@@ -380,7 +293,7 @@ func (s *typedSchema) owned(live *unstructured.Unstructured, st *v1alpha1.FieldP
 			return false
 		}
 		found := false
-		fields.Iterate(func(q fieldpath.Path) {
+		fields.Iterate(func(q fieldset.Path) {
 			if !found && (pathHasPrefix(q, p) || pathHasPrefix(p, q)) {
 				found = true
 			}
@@ -389,7 +302,7 @@ func (s *typedSchema) owned(live *unstructured.Unstructured, st *v1alpha1.FieldP
 	}, nil
 }
 
-func pathHasPrefix(p, prefix fieldpath.Path) bool {
+func pathHasPrefix(p, prefix fieldset.Path) bool {
 	if len(prefix) > len(p) {
 		return false
 	}
@@ -407,12 +320,12 @@ func pathHasPrefix(p, prefix fieldpath.Path) bool {
 // fails validation, does not fit the target, or sets no field once ignore
 // is left out (an Apply patch); ownershipcore.ErrUnknownKind (wrapped)
 // when the target's kind has no schema; others as they are.
-func Intent(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1.FieldPatchStatus, live *unstructured.Unstructured, manager string, ignore *fieldpath.Set) (*unstructured.Unstructured, *fieldpath.Set, error) {
+func Intent(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha1.FieldPatchStatus, live *unstructured.Unstructured, manager string, ignore *fieldset.Set) (*unstructured.Unstructured, *fieldset.Set, error) {
 	intent, err := Build(a, spec, st, live, manager)
 	if err == nil && ignore != nil && !ignore.Empty() {
 		intent, err = a.RemoveFields(intent, ignore)
 	}
-	var set *fieldpath.Set
+	var set *fieldset.Set
 	if err == nil {
 		set, err = a.FieldSet(intent)
 	}
@@ -433,7 +346,7 @@ func Intent(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha
 // Leaves lists the leaf fields of a set in the ownership core's form
 // (ownershipcore.FormatSet), leaving out the identity fields every intent
 // carries (apiVersion, kind, metadata.name, metadata.namespace).
-func Leaves(s *fieldpath.Set) []string {
+func Leaves(s *fieldset.Set) []string {
 	var out []string
 	for _, p := range ownershipcore.FormatSet(s) {
 		switch p {
@@ -451,9 +364,9 @@ func Leaves(s *fieldpath.Set) []string {
 // them: under HandBack and Relinquish those it took from a previous owner
 // (ledger.Taken), under Orphan all of them. Without this the next apply
 // would remove them.
-func Dropped(ours *ownershipcore.Entry, intentSet *fieldpath.Set, ledger *ownershipcore.Ledger, policy v1alpha1.DeletionPolicy) *fieldpath.Set {
+func Dropped(ours *ownershipcore.Entry, intentSet *fieldset.Set, ledger *ownershipcore.Ledger, policy v1alpha1.DeletionPolicy) *fieldset.Set {
 	if ours == nil {
-		return fieldpath.NewSet()
+		return fieldset.NewSet()
 	}
 	dropped := ours.Fields.Difference(intentSet)
 	if policy != v1alpha1.DeletionPolicyOrphan {

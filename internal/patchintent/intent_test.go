@@ -90,7 +90,7 @@ func testTypedSchema(t *testing.T) (*typedSchema, map[string]interface{}) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &typedSchema{schema: tv.Schema(), root: tv.TypeRef()}, doc
+	return &typedSchema{info: ownershipcore.SchemaInfoOf(tv)}, doc
 }
 
 // typedSchema answers from the schema: structs, map-list keys, and the

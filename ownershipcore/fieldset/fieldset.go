@@ -2,9 +2,12 @@
 // (structured-merge-diff's fieldpath.Set and fieldpath.Path, the types of
 // metadata.managedFields' FieldsV1) for the code around the ownership core:
 // controllers, commands and plugins hold and pass field sets, while every
-// rule about managed fields lives in ownershipcore. It is a leaf: it
-// imports structured-merge-diff's fieldpath package and nothing else, so a
-// package that needs only the vocabulary links little.
+// rule about managed fields lives in ownershipcore. Besides the types it
+// reads and prints paths (ParsePath, FormatPath) and builds them as
+// managedFields name fields and list items (WithField, WithItemKeys,
+// WithItemValue). It is a leaf: it imports structured-merge-diff's fieldpath
+// and value packages and nothing else, so a package that needs only the
+// vocabulary links little.
 package fieldset
 
 import "sigs.k8s.io/structured-merge-diff/v6/fieldpath"

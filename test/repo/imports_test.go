@@ -10,21 +10,34 @@ import (
 )
 
 // Issue 14: the ownership core is the only place that knows managed
-// fields. No controller and no command imports structured-merge-diff
-// (they hold field sets through ownershipcore/fieldset, a leaf naming its
-// types) or decodes metadata.managedFields itself.
+// fields. No controller, no command and no shared package under internal/
+// imports structured-merge-diff: they hold field sets through
+// ownershipcore/fieldset (a leaf naming its types and building paths), ask
+// schema questions through ownershipcore.SchemaInfo, and never decode
+// metadata.managedFields themselves. Controllers and commands keep it out of
+// their tests too; tests under internal/ may build structured-merge-diff
+// values (a typed schema parsed from YAML) to feed the core. plugins/ (the
+// SDK's path type) and ownershipcore/ itself are not checked.
 func TestOnlyTheCoreImportsStructuredMergeDiff(t *testing.T) {
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./controllers/...", "./cmd/...")
-	cmd.Dir = root(t)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		for _, imp := range fields[1:] {
-			if strings.HasPrefix(imp, "sigs.k8s.io/structured-merge-diff") {
-				t.Errorf("%s imports %s: use ownershipcore (and ownershipcore/fieldset for the types)", fields[0], imp)
+	for _, c := range []struct {
+		format   string
+		packages []string
+	}{
+		{`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, []string{"./controllers/...", "./cmd/..."}},
+		{`{{.ImportPath}} {{join .Imports " "}}`, []string{"./internal/..."}},
+	} {
+		cmd := exec.Command("go", append([]string{"list", "-f", c.format}, c.packages...)...)
+		cmd.Dir = root(t)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			for _, imp := range fields[1:] {
+				if strings.HasPrefix(imp, "sigs.k8s.io/structured-merge-diff") {
+					t.Errorf("%s imports %s: use ownershipcore (and ownershipcore/fieldset for the types)", fields[0], imp)
+				}
 			}
 		}
 	}
