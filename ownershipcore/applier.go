@@ -285,16 +285,20 @@ func (a *Applier) dropFirst(ctx context.Context, s State, intent *unstructured.U
 	return got, true, nil
 }
 
-// releaseHolders is s with manager's Apply entry without the list items
-// and maps that dropped releases because they hold another manager's field
-// (what dropped keeps in place but manager no longer owns).
+// releaseHolders is s with manager's Apply entry without the fields that
+// dropped lets go of and another manager owns too, nor the list items and
+// maps among them that hold another manager's field (holders): ownership
+// only, no value changes. The apply prunes what is left of them, the
+// fields manager owns alone.
 func (m Model) releaseHolders(s, dropped State, manager string) State {
-	content, err := m.contentSet(dropped.Object)
-	if err != nil {
-		return s
+	others := fieldpath.NewSet()
+	for _, e := range s.Owners {
+		if e.Manager != manager {
+			others = others.Union(e.Fields)
+		}
 	}
-	kept := s.ours(manager).Difference(dropped.ours(manager)).Intersection(withParents(content))
-	next, _ := Release(s, manager, kept)
+	leaving := s.ours(manager).Difference(dropped.ours(manager))
+	next, _ := Release(s, manager, leaving.Intersection(others).Union(holders(others, leaving)))
 	return next
 }
 
