@@ -19,6 +19,13 @@ BUF ?= $(LOCALBIN)/buf-$(BUF_VERSION)
 # buf finds the protoc plugins on PATH, under their plain names.
 PROTOC_PLUGINS ?= $(LOCALBIN)/protoc-plugins-go$(PROTOC_GEN_GO_VERSION)-grpc$(PROTOC_GEN_GO_GRPC_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+# Lint and release tools, each built from its pinned module.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+ACTIONLINT_VERSION ?= v1.7.12
+KO_VERSION ?= v0.19.1
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+ACTIONLINT ?= $(LOCALBIN)/actionlint-$(ACTIONLINT_VERSION)
+KO ?= $(LOCALBIN)/ko-$(KO_VERSION)
 
 # The local control plane (internal/localcp), built from the pinned modules of
 # test/tools (Kubernetes and etcd) and test/tools/kwok. Each binary's path
@@ -45,11 +52,19 @@ KUBE_LDFLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/
   -X '$(pkg).gitMinor=$(word 2,$(KUBE_VERSION_PARTS))' -X '$(pkg).gitCommit=' \
   -X '$(pkg).gitTreeState=archive' -X '$(pkg).buildDate=$(KUBE_BUILD_DATE)')
 
-# The operator version and images of `make bundle`, `docker-build` and
-# `bundle-build`; VERSION defaults to the committed bundle's.
+# The operator version: the one place the bundle's, the chart's (version
+# and appVersion) and the images' versions come from. It defaults to the
+# committed bundle's; `make bundle chart VERSION=x.y.z` moves both, and
+# `make release VERSION=vx.y.z` builds that version into dist/. A leading
+# v is dropped.
 VERSION ?= $(shell sed -n 's/^  version: //p' bundle/manifests/fieldops.clusterserviceversion.yaml)
-IMG ?= fieldops/manager:v$(VERSION)
-BUNDLE_IMG ?= fieldops/fieldops-bundle:v$(VERSION)
+override VERSION := $(patsubst v%,%,$(VERSION))
+# The images a release builds (make release): the manager, and the example
+# plugins' image that config/plugins copies the plugins from.
+IMAGE_REPO ?= ghcr.io/fieldops
+IMG ?= $(IMAGE_REPO)/manager:v$(VERSION)
+PLUGINS_IMG ?= $(IMAGE_REPO)/example-plugins:v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_REPO)/fieldops-bundle:v$(VERSION)
 CONTAINER_TOOL ?= docker
 
 # Four test packages (and four parallel tests in each) at once: most of a
@@ -87,11 +102,22 @@ fmt: ## go fmt.
 vet: ## go vet.
 	go vet ./...
 
+.PHONY: chart
+chart: manifests ## Generate the Helm chart's CRDs, RBAC, policies and Chart.yaml (charts/fieldops) from config/ and VERSION.
+	go run ./hack/chart --version $(VERSION)
+	sed -i 's|^  newTag: .*|  newTag: v$(VERSION)|' config/manager/kustomization.yaml
+
+GENERATED_PATHS := api config plugins/proto charts
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files differ from the committed ones.
-	@if [ -n "$$(git status --porcelain -- api config plugins/proto)" ]; then \
-	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
-	  git status --porcelain -- api config plugins/proto; git --no-pager diff --stat -- api config plugins/proto; exit 1; fi
+verify-generated: generate manifests chart ## Fail when generated files differ from the committed ones.
+	@if [ -n "$$(git status --porcelain -- $(GENERATED_PATHS))" ]; then \
+	  echo "generated files are stale; run 'make generate manifests chart' and commit:"; \
+	  git status --porcelain -- $(GENERATED_PATHS); git --no-pager diff --stat -- $(GENERATED_PATHS); exit 1; fi
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Lint the Go code (.golangci.yml) and the CI workflows (actionlint).
+	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT) -color=false
 
 .PHONY: test
 # Tests build as the release does (CGO_ENABLED=0, Dockerfile and
@@ -151,11 +177,20 @@ build: ## Build the manager binary into bin/manager, as the image does.
 	$(RELEASE_BUILD) -o $(LOCALBIN)/manager ./cmd/manager
 
 .PHONY: plugins
-plugins: ## Build the example plugins into bin/plugins/ (with their SHA-256 in bin/plugins/SHA256SUMS).
-	mkdir -p $(LOCALBIN)/plugins
-	go build -o $(LOCALBIN)/plugins/yield-to-autoscalers ./plugins/examples/yield-to-autoscalers
-	go build -o $(LOCALBIN)/plugins/ignore-policy-annotations ./plugins/examples/ignore-policy-annotations
-	cd $(LOCALBIN)/plugins && sha256sum yield-to-autoscalers ignore-policy-annotations > SHA256SUMS
+# Plugins run in the manager's image (distroless static: no C library, no
+# dynamic loader), so they are built static as the manager is: without
+# CGO_ENABLED=0, a binary importing net or os/user links the C library
+# dynamically and cannot start there ("no such file or directory").
+# PLUGINS_GOOS/PLUGINS_GOARCH cross-build them (make release).
+PLUGINS_GOOS ?= $(shell go env GOOS)
+PLUGINS_GOARCH ?= $(shell go env GOARCH)
+PLUGINS_DIR ?= $(LOCALBIN)/plugins
+EXAMPLE_PLUGINS := yield-to-autoscalers ignore-policy-annotations
+plugins: ## Build the example plugins, static, into bin/plugins/ (with their SHA-256 in bin/plugins/SHA256SUMS).
+	mkdir -p $(PLUGINS_DIR)
+	for p in $(EXAMPLE_PLUGINS); do \
+	  GOOS=$(PLUGINS_GOOS) GOARCH=$(PLUGINS_GOARCH) $(RELEASE_BUILD) -o $(PLUGINS_DIR)/$$p ./plugins/examples/$$p; done
+	cd $(PLUGINS_DIR) && sha256sum $(EXAMPLE_PLUGINS) > SHA256SUMS
 
 .PHONY: kubectl-fieldops
 kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops, and bin/kubectl_complete-fieldops for kubectl's completion (put bin/ on PATH).
@@ -185,10 +220,12 @@ docker-build: ## Build the manager image IMG (distroless, non-root).
 run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager
 
+# The manager logs JSON lines (production) unless told --zap-devel.
+RUN_LOCAL_ARGS ?= --zap-devel
 .PHONY: run-local
 run-local: control-plane ## Run the manager on the embedded local cluster (apiserver, etcd, controller-manager, scheduler, a kwok node) with the samples' targets; Ctrl-C stops all.
 	go build -o $(LOCALBIN)/fieldops-local ./cmd/fieldops-local
-	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local
+	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local $(RUN_LOCAL_ARGS)
 
 .PHONY: demo
 demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local cluster, delete the patch, check the hand-back.
@@ -197,11 +234,16 @@ demo: control-plane ## The main job: patch the real aws-node DaemonSet on the lo
 ##@ Deployment
 
 KUBECTL ?= kubectl
+# Returns once every fieldops kind is served: its CRD Established and a
+# list of it answered (before that, a create fails with 503 for a second
+# or so after the CRDs are applied).
+WAIT_SERVED = go run ./hack/wait-served --timeout=2m
 ignore-not-found ?= false
 
 .PHONY: install
 install: manifests $(KUSTOMIZE) ## Install the CRDs into the current kubeconfig's cluster (for make run).
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+	$(WAIT_SERVED)
 
 .PHONY: uninstall
 uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs, and every fieldops object with them (delete FieldPatches first, while the manager runs: their finalizers hand fields back). ignore-not-found=true to ignore missing ones.
@@ -209,7 +251,8 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs, and every fieldops object 
 
 .PHONY: deploy
 deploy: $(KUSTOMIZE) ## Install fieldops into the current kubeconfig's cluster with image IMG (kustomize).
-	$(KUSTOMIZE) build config/default | sed 's|image: fieldops/manager:latest|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+	$(KUSTOMIZE) build config/default | sed 's|image: $(IMAGE_REPO)/manager:.*|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+	$(WAIT_SERVED)
 
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove fieldops from the current cluster (delete FieldPatches first: their finalizers hand fields back).
@@ -262,6 +305,18 @@ $(BUF):
 $(PROTOC_PLUGINS):
 	GOBIN=$@ go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$@ go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+$(GOLANGCI_LINT):
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $@
+
+$(ACTIONLINT):
+	GOBIN=$(LOCALBIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(LOCALBIN)/actionlint $@
+
+$(KO):
+	GOBIN=$(LOCALBIN) CGO_ENABLED=0 go install github.com/google/ko@$(KO_VERSION)
+	mv $(LOCALBIN)/ko $@
 
 $(KUSTOMIZE):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -127,6 +133,7 @@ func readCRDs(r io.Reader) ([]*apiextv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
+//nolint:gocyclo // one branch per input form (file, cluster, both) and output format.
 func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 	switch o.output {
 	case "", "json", "yaml":

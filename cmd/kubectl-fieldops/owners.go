@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -133,6 +139,7 @@ type ownedObject struct {
 	entries ownershipcore.ManagedFields
 }
 
+//nolint:gocyclo // one check per flag combination kubectl's own commands refuse.
 func (o *ownersOptions) validate(args []string) error {
 	switch o.output {
 	case "", "json", "yaml":
@@ -263,6 +270,8 @@ func (o *ownersOptions) keep(lines []blame.Line) []bool {
 
 // printLines prints the annotated YAML of objs, one gutter width for
 // all, --- between objects.
+//
+//nolint:gocyclo // one case per line kind of the YAML printer (key, list item, scalar, block).
 func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *painter) error {
 	type row struct {
 		managers []string

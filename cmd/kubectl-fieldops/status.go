@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -71,6 +77,7 @@ type StatusRow struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
+//nolint:gocyclo // one branch per fieldops kind and output format.
 func (o *statusOptions) run(ctx context.Context) error {
 	switch o.output {
 	case "", "json", "yaml":

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package bundle
 
 import (
@@ -139,6 +145,8 @@ func dockerLabels(df []byte) map[string]string {
 //   - alm-examples: a JSON array of objects, each of an owned kind, and an
 //     example for every owned kind;
 //   - only kinds OLM installs from a bundle in manifests/.
+//
+//nolint:gocyclo // one check per rule of operator-framework's bundle validation, in its order.
 func (b *Bundle) Validate() []error {
 	var errs []error
 	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -261,6 +269,7 @@ func (b *Bundle) Validate() []error {
 	return errs
 }
 
+//nolint:gocyclo // one check per CSV rule of operator-framework's validation, in its order.
 func validateCSV(csv *ClusterServiceVersion, pkg string) []error {
 	var errs []error
 	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }

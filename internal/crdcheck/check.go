@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package crdcheck
 
 import (
@@ -121,6 +127,7 @@ func appendField(fp fieldpath.Path, name string) fieldpath.Path {
 	return append(slices.Clip(fp), fieldpath.PathElement{FieldName: &name})
 }
 
+//nolint:gocyclo // one case per kind of breaking CRD change.
 func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Finding {
 	var out []Finding
 	add := func(sev Severity, path, reason string, args ...interface{}) {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package localcp starts the local control plane: a real kube-apiserver and
 // etcd, built from pinned modules by test/tools into bin/ (`make
 // control-plane`; the apiserver reports its real version, e.g. v1.36.3),
@@ -73,6 +79,8 @@ type ControlPlane struct {
 // installs the CRDs of config/crd/bases. It fails with a hint when the binaries are missing.
 // Every process it starts dies with the caller's process (see procs.go);
 // Stop stops them and removes their files.
+//
+//nolint:gocyclo // options, binaries, then envtest's start, in order; each step is a few lines.
 func Start(opts Options) (*ControlPlane, error) {
 	root, err := ModuleRoot()
 	if err != nil {

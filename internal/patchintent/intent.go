@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package patchintent
 
 import (
@@ -293,6 +299,8 @@ func (s *typedSchema) ListKeys(path []string) []string {
 // path of the field it names, as managedFields records it: list items by
 // their keys (map lists) or values (sets). At an atomic list it stops: the
 // list is the field. ok is false when path does not name a field of doc.
+//
+//nolint:gocyclo // one case per element kind of a structured-merge-diff path (field, key, value, index).
 func (s *typedSchema) fieldPath(doc interface{}, path []string) (fieldpath.Path, bool) {
 	var out fieldpath.Path
 	tr := s.root
