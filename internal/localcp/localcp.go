@@ -54,6 +54,9 @@ type Options struct {
 	// ExtraCRDPaths are more CRD files or directories to install, relative to
 	// the module root.
 	ExtraCRDPaths []string
+	// NoFieldopsCRDs leaves the CRDs of config/crd/bases out: the caller
+	// installs them (as the Helm chart's test does).
+	NoFieldopsCRDs bool
 	// Webhooks are admission webhooks to register (served by the caller).
 	Webhooks envtest.WebhookInstallOptions
 	// Cluster, when set, makes the control plane a small cluster:
@@ -90,7 +93,10 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := []string{filepath.Join(root, "config", "crd", "bases")}
+	var paths []string
+	if !opts.NoFieldopsCRDs {
+		paths = append(paths, filepath.Join(root, "config", "crd", "bases"))
+	}
 	for _, p := range opts.ExtraCRDPaths {
 		paths = append(paths, filepath.Join(root, p))
 	}

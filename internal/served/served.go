@@ -21,6 +21,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -42,24 +43,13 @@ const Interval = 250 * time.Millisecond
 // served yet (a CRD missing, not Established, or the last error of its
 // LIST). want is how many CRDs of the group must exist (0: at least one).
 func Wait(ctx context.Context, cfg *rest.Config, group string, want int) error {
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
-	}
-	if err := apiextensionsv1.AddToScheme(c.Scheme()); err != nil {
-		return err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	cl, err := newClients(cfg)
 	if err != nil {
 		return err
 	}
 	var missing []string
 	err = wait.PollUntilContextCancel(ctx, Interval, true, func(ctx context.Context) (bool, error) {
-		missing, err = notServed(ctx, c, dc, dyn, group, want)
+		missing, err = cl.notServed(ctx, group, want)
 		if err != nil {
 			missing = []string{err.Error()}
 		}
@@ -71,10 +61,47 @@ func Wait(ctx context.Context, cfg *rest.Config, group string, want int) error {
 	return nil
 }
 
+// Check asks once what Wait waits for and returns what is not served
+// yet (nil: everything is), or the error of a request that is not about
+// the kinds (the CRD list, a client).
+func Check(ctx context.Context, cfg *rest.Config, group string, want int) ([]string, error) {
+	cl, err := newClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cl.notServed(ctx, group, want)
+}
+
+type clients struct {
+	c   client.Client
+	dc  discovery.DiscoveryInterface
+	dyn dynamic.Interface
+}
+
+func newClients(cfg *rest.Config) (*clients, error) {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{c: c, dc: dc, dyn: dyn}, nil
+}
+
 // notServed lists what of group is not served yet.
-func notServed(ctx context.Context, c client.Client, dc discovery.DiscoveryInterface, dyn dynamic.Interface, group string, want int) ([]string, error) {
+func (cl *clients) notServed(ctx context.Context, group string, want int) ([]string, error) {
 	var list apiextensionsv1.CustomResourceDefinitionList
-	if err := c.List(ctx, &list); err != nil {
+	if err := cl.c.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	var crds []apiextensionsv1.CustomResourceDefinition
@@ -97,7 +124,7 @@ func notServed(ctx context.Context, c client.Client, dc discovery.DiscoveryInter
 				continue
 			}
 			gv := schema.GroupVersion{Group: group, Version: v.Name}
-			if m := servedVersion(ctx, dc, dyn, gv, crd.Spec.Names.Plural); m != "" {
+			if m := servedVersion(ctx, cl.dc, cl.dyn, gv, crd.Spec.Names.Plural); m != "" {
 				missing = append(missing, m)
 			}
 		}
