@@ -106,6 +106,7 @@ vet: ## go vet.
 chart: manifests ## Generate the Helm chart's CRDs, RBAC, policies and Chart.yaml (charts/fieldops) from config/ and VERSION.
 	go run ./hack/chart --version $(VERSION)
 	sed -i 's|^  newTag: .*|  newTag: v$(VERSION)|' config/manager/kustomization.yaml
+	sed -i 's|image: $(IMAGE_REPO)/example-plugins:.*|image: $(PLUGINS_IMG)|' config/plugins/manager_plugins_patch.yaml
 
 GENERATED_PATHS := api config plugins/proto charts
 .PHONY: verify-generated
@@ -167,6 +168,9 @@ bench-scale: control-plane build ## Side-by-side benchmark, Flux ssa ApplyAll vs
 
 ##@ Build
 
+comma := ,
+space := $(empty) $(empty)
+
 .PHONY: build
 # RELEASE_BUILD is how the image builds the manager (Dockerfile): a static
 # binary without symbol table or DWARF. bench-scale measures that binary,
@@ -198,19 +202,64 @@ kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops, and bin
 	ln -sf kubectl-fieldops $(LOCALBIN)/kubectl_complete-fieldops
 
 # The release archives deploy/krew/fieldops.yaml names, with SHA256SUMS.
-KUBECTL_FIELDOPS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+KUBECTL_FIELDOPS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 DIST ?= $(CURDIR)/dist
 
 .PHONY: kubectl-fieldops-dist
 kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/ (kubectl-fieldops_vVERSION_OS_ARCH.tar.gz).
-	rm -rf $(DIST) && mkdir -p $(DIST)
+	mkdir -p $(DIST)
 	for p in $(KUBECTL_FIELDOPS_PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; exe=kubectl-fieldops; [ $$os = windows ] && exe=$$exe.exe; \
 	  dir=$(DIST)/kubectl-fieldops_v$(VERSION)_$${os}_$${arch}; mkdir -p $$dir; cp LICENSE $$dir/; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags=-s -o $$dir/$$exe ./cmd/kubectl-fieldops; \
 	  tar -czf $$dir.tar.gz -C $$dir $$exe LICENSE; rm -rf $$dir; \
 	done
-	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
+	cd $(DIST) && sha256sum kubectl-fieldops_*.tar.gz > SHA256SUMS
+
+##@ Release
+
+# make release VERSION=vX.Y.Z writes dist/, offline once the modules are
+# downloaded (go mod download):
+#   install.yaml             config/default, the manager image at the tag
+#   bundle/                  the OLM bundle at VERSION (and its bundle.Dockerfile)
+#   fieldops-X.Y.Z.tgz       the Helm chart (linted), version X.Y.Z, appVersion vX.Y.Z
+#   kubectl-fieldops_vX.Y.Z_OS_ARCH.tar.gz, SHA256SUMS, .krew.yaml
+#   plugins/linux_ARCH/      the example plugins, static, with plugins.yaml
+#                            (their SHA-256s, for config/plugins) and SHA256SUMS
+#   images/manager/          OCI image layouts (linux/amd64 and linux/arm64),
+#   images/example-plugins/  built by ko without Docker, IMG and PLUGINS_IMG
+#   sbom/                    the images' SPDX SBOMs (ko)
+# KO_BASE is ko's base image: "local" (the default) is hack/kobase's minimal
+# non-root base, written into ko's cache (no registry needed); CI sets the
+# distroless image of .ko.yaml. KO_PUSH=true also pushes the images to
+# IMAGE_REPO (CI, after a registry login).
+KO_BASE ?= local
+KO_PUSH ?= false
+KOCACHE ?= $(LOCALBIN)/kocache
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+.PHONY: release
+release: $(KUSTOMIZE) $(KO) ## Build a release into dist/: make release VERSION=vX.Y.Z (see the comment above for what it holds).
+	@[[ "$(VERSION)" =~ ^[0-9]+\.[0-9]+\.[0-9]+$$ ]] || { echo "make release VERSION=vX.Y.Z (got '$(VERSION)')"; exit 1; }
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(KUSTOMIZE) build config/default | sed 's|image: $(IMAGE_REPO)/manager:.*|image: $(IMG)|' > $(DIST)/install.yaml
+	go run ./hack/bundle --version $(VERSION) --image $(IMG) --out $(DIST)/bundle
+	go run ./hack/chart --version $(VERSION) --package $(DIST)
+	$(MAKE) kubectl-fieldops-dist VERSION=$(VERSION) DIST=$(DIST)
+	go run ./hack/krew --tag v$(VERSION) --dist $(DIST) > $(DIST)/.krew.yaml
+	rm -rf plugins/install-plugins/kodata && mkdir -p plugins/install-plugins/kodata
+	for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$(DIST)/plugins/$${os}_$${arch}; \
+	  $(MAKE) plugins PLUGINS_GOOS=$$os PLUGINS_GOARCH=$$arch PLUGINS_DIR=$$d; \
+	  go run ./hack/pluginsconfig --dir $$d > $$d/plugins.yaml; \
+	  mkdir -p plugins/install-plugins/kodata/$${os}_$${arch} && cp $$d/$(word 1,$(EXAMPLE_PLUGINS)) $$d/$(word 2,$(EXAMPLE_PLUGINS)) plugins/install-plugins/kodata/$${os}_$${arch}/; done
+	base=$(KO_BASE); if [ "$$base" = local ]; then base=$$(go run ./hack/kobase --cache $(KOCACHE)); fi; \
+	for img in manager:./cmd/manager:$(IMG) example-plugins:./plugins/install-plugins:$(PLUGINS_IMG); do \
+	  IFS=: read -r name pkg ref tag <<< "$$img"; \
+	  KOCACHE=$(KOCACHE) KO_DEFAULTBASEIMAGE=$$base KO_DOCKER_REPO=$$ref $(KO) build --bare --push=$(KO_PUSH) \
+	    --platform=$(subst $(space),$(comma),$(RELEASE_PLATFORMS)) --tags=$$tag \
+	    --oci-layout-path=$(DIST)/images/$$name --sbom-dir=$(DIST)/sbom/$$name $$pkg; done
+	rm -rf plugins/install-plugins/kodata
+	cd $(DIST) && find . -type f ! -name SHA256SUMS-all | sort | xargs sha256sum > SHA256SUMS-all
+	@echo "release v$(VERSION) written to $(DIST)"
 
 .PHONY: docker-build
 docker-build: ## Build the manager image IMG (distroless, non-root).
