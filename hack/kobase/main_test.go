@@ -43,7 +43,9 @@ func TestWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	blobPath := func(digest string) []string { return []string{"blobs", "sha256", strings.TrimPrefix(digest, "sha256:")} }
+	blobPath := func(digest string) []string {
+		return []string{"blobs", "sha256", strings.TrimPrefix(digest, "sha256:")}
+	}
 	var top struct{ Manifests []descriptor }
 	read(&top, "index.json")
 	if len(top.Manifests) != 3 || "sha256:"+strings.SplitN(a, "@sha256:", 2)[1] != top.Manifests[0].Digest {
