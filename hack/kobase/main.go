@@ -81,14 +81,7 @@ func write(dir string) (string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
 		return "", err
 	}
-	blob := func(mediaType string, b []byte, p *platform) (descriptor, error) {
-		sum := sha256.Sum256(b)
-		h := hex.EncodeToString(sum[:])
-		if err := os.WriteFile(filepath.Join(dir, "blobs", "sha256", h), b, 0o644); err != nil {
-			return descriptor{}, err
-		}
-		return descriptor{MediaType: mediaType, Digest: "sha256:" + h, Size: int64(len(b)), Platform: p}, nil
-	}
+	l := layout{dir: dir}
 	tarball, err := layer()
 	if err != nil {
 		return "", err
@@ -98,48 +91,19 @@ func write(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	layerDesc, err := blob(mediaLayer, gz, nil)
+	layerDesc, err := l.blob(mediaLayer, gz, nil)
 	if err != nil {
 		return "", err
 	}
 	var manifests []descriptor
 	for _, p := range []platform{{Architecture: "amd64", OS: "linux"}, {Architecture: "arm64", OS: "linux", Variant: "v8"}} {
-		cfg, err := json.Marshal(map[string]any{
-			"architecture": p.Architecture,
-			"os":           p.OS,
-			"variant":      p.Variant,
-			"created":      time.Unix(0, 0).UTC(),
-			"config": map[string]any{
-				"User":       "65532",
-				"WorkingDir": "/home/nonroot",
-				"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-			},
-			"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
-			"history": []map[string]any{{"created": time.Unix(0, 0).UTC(), "created_by": "fieldops hack/kobase: users, /home/nonroot, /tmp"}},
-		})
-		if err != nil {
-			return "", err
-		}
-		cfgDesc, err := blob(mediaConfig, cfg, nil)
-		if err != nil {
-			return "", err
-		}
-		m, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaManifest, "config": cfgDesc, "layers": []descriptor{layerDesc}})
-		if err != nil {
-			return "", err
-		}
-		p := p
-		d, err := blob(mediaManifest, m, &p)
+		d, err := l.image(p, layerDesc, "sha256:"+hex.EncodeToString(diffID[:]))
 		if err != nil {
 			return "", err
 		}
 		manifests = append(manifests, d)
 	}
-	idx, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": manifests})
-	if err != nil {
-		return "", err
-	}
-	idxDesc, err := blob(mediaIndex, idx, nil)
+	idxDesc, err := l.json(mediaIndex, map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": manifests}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -156,6 +120,54 @@ func write(dir string) (string, error) {
 		return "", err
 	}
 	return Repository + "@" + idxDesc.Digest, nil
+}
+
+// layout writes blobs into an OCI image layout.
+type layout struct{ dir string }
+
+// blob writes b and returns its descriptor.
+func (l layout) blob(mediaType string, b []byte, p *platform) (descriptor, error) {
+	sum := sha256.Sum256(b)
+	h := hex.EncodeToString(sum[:])
+	if err := os.WriteFile(filepath.Join(l.dir, "blobs", "sha256", h), b, 0o644); err != nil {
+		return descriptor{}, err
+	}
+	return descriptor{MediaType: mediaType, Digest: "sha256:" + h, Size: int64(len(b)), Platform: p}, nil
+}
+
+// json writes v as a JSON blob.
+func (l layout) json(mediaType string, v any, p *platform) (descriptor, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return descriptor{}, err
+	}
+	return l.blob(mediaType, b, p)
+}
+
+// image writes the configuration and manifest of p's image of the one
+// layer and returns the manifest's descriptor.
+func (l layout) image(p platform, layer descriptor, diffID string) (descriptor, error) {
+	epoch := time.Unix(0, 0).UTC()
+	cfg := map[string]any{
+		"architecture": p.Architecture,
+		"os":           p.OS,
+		"created":      epoch,
+		"config": map[string]any{
+			"User":       "65532",
+			"WorkingDir": "/home/nonroot",
+			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		},
+		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{diffID}},
+		"history": []map[string]any{{"created": epoch, "created_by": "fieldops hack/kobase: users, /home/nonroot, /tmp"}},
+	}
+	if p.Variant != "" {
+		cfg["variant"] = p.Variant
+	}
+	cfgDesc, err := l.json(mediaConfig, cfg, nil)
+	if err != nil {
+		return descriptor{}, err
+	}
+	return l.json(mediaManifest, map[string]any{"schemaVersion": 2, "mediaType": mediaManifest, "config": cfgDesc, "layers": []descriptor{layer}}, &p)
 }
 
 // layer is the base's one layer, as an uncompressed tar.
