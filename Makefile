@@ -23,6 +23,13 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 # Prometheus module's versions are v0.3XX.y for Prometheus v3.XX.y.
 PROMETHEUS_VERSION ?= v0.316.0
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+# Lint and release tools, each built from its pinned module.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+ACTIONLINT_VERSION ?= v1.7.12
+KO_VERSION ?= v0.19.1
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+ACTIONLINT ?= $(LOCALBIN)/actionlint-$(ACTIONLINT_VERSION)
+KO ?= $(LOCALBIN)/ko-$(KO_VERSION)
 
 # The local control plane (internal/localcp), built from the pinned modules of
 # test/tools (Kubernetes and etcd) and test/tools/kwok. Each binary's path
@@ -49,11 +56,19 @@ KUBE_LDFLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/
   -X '$(pkg).gitMinor=$(word 2,$(KUBE_VERSION_PARTS))' -X '$(pkg).gitCommit=' \
   -X '$(pkg).gitTreeState=archive' -X '$(pkg).buildDate=$(KUBE_BUILD_DATE)')
 
-# The operator version and images of `make bundle`, `docker-build` and
-# `bundle-build`; VERSION defaults to the committed bundle's.
+# The operator version: the one place the bundle's, the chart's (version
+# and appVersion) and the images' versions come from. It defaults to the
+# committed bundle's; `make bundle chart VERSION=x.y.z` moves both, and
+# `make release VERSION=vx.y.z` builds that version into dist/. A leading
+# v is dropped.
 VERSION ?= $(shell sed -n 's/^  version: //p' bundle/manifests/fieldops.clusterserviceversion.yaml)
-IMG ?= fieldops/manager:v$(VERSION)
-BUNDLE_IMG ?= fieldops/fieldops-bundle:v$(VERSION)
+override VERSION := $(patsubst v%,%,$(VERSION))
+# The images a release builds (make release): the manager, and the example
+# plugins' image that config/plugins copies the plugins from.
+IMAGE_REPO ?= ghcr.io/fieldops
+IMG ?= $(IMAGE_REPO)/manager:v$(VERSION)
+PLUGINS_IMG ?= $(IMAGE_REPO)/example-plugins:v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_REPO)/fieldops-bundle:v$(VERSION)
 CONTAINER_TOOL ?= docker
 
 # Four test packages (and four parallel tests in each) at once: most of a
@@ -91,11 +106,23 @@ fmt: ## go fmt.
 vet: ## go vet.
 	go vet ./...
 
+.PHONY: chart
+chart: manifests ## Generate the Helm chart's CRDs, RBAC, policies and Chart.yaml (charts/fieldops) from config/ and VERSION.
+	go run ./hack/chart --version $(VERSION)
+	sed -i 's|^  newTag: .*|  newTag: v$(VERSION)|' config/manager/kustomization.yaml
+	sed -i 's|image: $(IMAGE_REPO)/example-plugins:.*|image: $(PLUGINS_IMG)|' config/plugins/manager_plugins_patch.yaml
+
+GENERATED_PATHS := api config plugins/proto charts
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files differ from the committed ones.
-	@if [ -n "$$(git status --porcelain -- api config plugins/proto)" ]; then \
-	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
-	  git status --porcelain -- api config plugins/proto; git --no-pager diff --stat -- api config plugins/proto; exit 1; fi
+verify-generated: generate manifests chart ## Fail when generated files differ from the committed ones.
+	@if [ -n "$$(git status --porcelain -- $(GENERATED_PATHS))" ]; then \
+	  echo "generated files are stale; run 'make generate manifests chart' and commit:"; \
+	  git status --porcelain -- $(GENERATED_PATHS); git --no-pager diff --stat -- $(GENERATED_PATHS); exit 1; fi
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Lint the Go code (.golangci.yml) and the CI workflows (actionlint).
+	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT) -color=false
 
 .PHONY: test
 # Tests build as the release does (CGO_ENABLED=0, Dockerfile and
@@ -160,6 +187,9 @@ bench-scale: control-plane build ## Side-by-side benchmark, Flux ssa ApplyAll vs
 
 ##@ Build
 
+comma := ,
+space := $(empty) $(empty)
+
 .PHONY: build
 # RELEASE_BUILD is how the image builds the manager (Dockerfile): a static
 # binary without symbol table or DWARF. bench-scale measures that binary,
@@ -170,11 +200,20 @@ build: ## Build the manager binary into bin/manager, as the image does.
 	$(RELEASE_BUILD) -o $(LOCALBIN)/manager ./cmd/manager
 
 .PHONY: plugins
-plugins: ## Build the example plugins into bin/plugins/ (with their SHA-256 in bin/plugins/SHA256SUMS).
-	mkdir -p $(LOCALBIN)/plugins
-	go build -o $(LOCALBIN)/plugins/yield-to-autoscalers ./plugins/examples/yield-to-autoscalers
-	go build -o $(LOCALBIN)/plugins/ignore-policy-annotations ./plugins/examples/ignore-policy-annotations
-	cd $(LOCALBIN)/plugins && sha256sum yield-to-autoscalers ignore-policy-annotations > SHA256SUMS
+# Plugins run in the manager's image (distroless static: no C library, no
+# dynamic loader), so they are built static as the manager is: without
+# CGO_ENABLED=0, a binary importing net or os/user links the C library
+# dynamically and cannot start there ("no such file or directory").
+# PLUGINS_GOOS/PLUGINS_GOARCH cross-build them (make release).
+PLUGINS_GOOS ?= $(shell go env GOOS)
+PLUGINS_GOARCH ?= $(shell go env GOARCH)
+PLUGINS_DIR ?= $(LOCALBIN)/plugins
+EXAMPLE_PLUGINS := yield-to-autoscalers ignore-policy-annotations
+plugins: ## Build the example plugins, static, into bin/plugins/ (with their SHA-256 in bin/plugins/SHA256SUMS).
+	mkdir -p $(PLUGINS_DIR)
+	for p in $(EXAMPLE_PLUGINS); do \
+	  GOOS=$(PLUGINS_GOOS) GOARCH=$(PLUGINS_GOARCH) $(RELEASE_BUILD) -o $(PLUGINS_DIR)/$$p ./plugins/examples/$$p; done
+	cd $(PLUGINS_DIR) && sha256sum $(EXAMPLE_PLUGINS) > SHA256SUMS
 
 .PHONY: kubectl-fieldops
 kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops, and bin/kubectl_complete-fieldops for kubectl's completion (put bin/ on PATH).
@@ -182,19 +221,64 @@ kubectl-fieldops: ## Build the kubectl plugin into bin/kubectl-fieldops, and bin
 	ln -sf kubectl-fieldops $(LOCALBIN)/kubectl_complete-fieldops
 
 # The release archives deploy/krew/fieldops.yaml names, with SHA256SUMS.
-KUBECTL_FIELDOPS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+KUBECTL_FIELDOPS_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 DIST ?= $(CURDIR)/dist
 
 .PHONY: kubectl-fieldops-dist
 kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/ (kubectl-fieldops_vVERSION_OS_ARCH.tar.gz).
-	rm -rf $(DIST) && mkdir -p $(DIST)
+	mkdir -p $(DIST)
 	for p in $(KUBECTL_FIELDOPS_PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; exe=kubectl-fieldops; [ $$os = windows ] && exe=$$exe.exe; \
 	  dir=$(DIST)/kubectl-fieldops_v$(VERSION)_$${os}_$${arch}; mkdir -p $$dir; cp LICENSE $$dir/; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -X main.version=v$(VERSION)" -o $$dir/$$exe ./cmd/kubectl-fieldops; \
 	  tar -czf $$dir.tar.gz -C $$dir $$exe LICENSE; rm -rf $$dir; \
 	done
-	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
+	cd $(DIST) && sha256sum kubectl-fieldops_*.tar.gz > SHA256SUMS
+
+##@ Release
+
+# make release VERSION=vX.Y.Z writes dist/, offline once the modules are
+# downloaded (go mod download):
+#   install.yaml             config/default, the manager image at the tag
+#   bundle/                  the OLM bundle at VERSION (and its bundle.Dockerfile)
+#   fieldops-X.Y.Z.tgz       the Helm chart (linted), version X.Y.Z, appVersion vX.Y.Z
+#   kubectl-fieldops_vX.Y.Z_OS_ARCH.tar.gz, SHA256SUMS, .krew.yaml
+#   plugins/linux_ARCH/      the example plugins, static, with plugins.yaml
+#                            (their SHA-256s, for config/plugins) and SHA256SUMS
+#   images/manager/          OCI image layouts (linux/amd64 and linux/arm64),
+#   images/example-plugins/  built by ko without Docker, IMG and PLUGINS_IMG
+#   sbom/                    the images' SPDX SBOMs (ko)
+# KO_BASE is ko's base image: "local" (the default) is hack/kobase's minimal
+# non-root base, written into ko's cache (no registry needed); CI sets the
+# distroless image of .ko.yaml. KO_PUSH=true also pushes the images to
+# IMAGE_REPO (CI, after a registry login).
+KO_BASE ?= local
+KO_PUSH ?= false
+KOCACHE ?= $(LOCALBIN)/kocache
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+.PHONY: release
+release: $(KUSTOMIZE) $(KO) ## Build a release into dist/: make release VERSION=vX.Y.Z (see the comment above for what it holds).
+	@[[ "$(VERSION)" =~ ^[0-9]+\.[0-9]+\.[0-9]+$$ ]] || { echo "make release VERSION=vX.Y.Z (got '$(VERSION)')"; exit 1; }
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(KUSTOMIZE) build config/default | sed 's|image: $(IMAGE_REPO)/manager:.*|image: $(IMG)|' > $(DIST)/install.yaml
+	go run ./hack/bundle --version $(VERSION) --image $(IMG) --out $(DIST)/bundle
+	go run ./hack/chart --version $(VERSION) --package $(DIST)
+	$(MAKE) kubectl-fieldops-dist VERSION=$(VERSION) DIST=$(DIST)
+	go run ./hack/krew --tag v$(VERSION) --dist $(DIST) > $(DIST)/.krew.yaml
+	rm -rf plugins/install-plugins/kodata && mkdir -p plugins/install-plugins/kodata
+	for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$(DIST)/plugins/$${os}_$${arch}; \
+	  $(MAKE) plugins PLUGINS_GOOS=$$os PLUGINS_GOARCH=$$arch PLUGINS_DIR=$$d; \
+	  go run ./hack/pluginsconfig --dir $$d > $$d/plugins.yaml; \
+	  mkdir -p plugins/install-plugins/kodata/$${os}_$${arch} && cp $$d/$(word 1,$(EXAMPLE_PLUGINS)) $$d/$(word 2,$(EXAMPLE_PLUGINS)) plugins/install-plugins/kodata/$${os}_$${arch}/; done
+	base=$(KO_BASE); if [ "$$base" = local ]; then base=$$(go run ./hack/kobase --cache $(KOCACHE)); fi; \
+	for img in manager:./cmd/manager:$(IMG) example-plugins:./plugins/install-plugins:$(PLUGINS_IMG); do \
+	  IFS=: read -r name pkg ref tag <<< "$$img"; \
+	  KOCACHE=$(KOCACHE) KO_DEFAULTBASEIMAGE=$$base KO_DOCKER_REPO=$$ref $(KO) build --bare --push=$(KO_PUSH) \
+	    --platform=$(subst $(space),$(comma),$(RELEASE_PLATFORMS)) --tags=$$tag \
+	    --oci-layout-path=$(DIST)/images/$$name --sbom-dir=$(DIST)/sbom/$$name $$pkg; done
+	rm -rf plugins/install-plugins/kodata
+	cd $(DIST) && find . -type f ! -name SHA256SUMS-all | sort | xargs sha256sum > SHA256SUMS-all
+	@echo "release v$(VERSION) written to $(DIST)"
 
 .PHONY: docker-build
 docker-build: ## Build the manager image IMG (distroless, non-root).
@@ -204,10 +288,12 @@ docker-build: ## Build the manager image IMG (distroless, non-root).
 run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager
 
+# The manager logs JSON lines (production) unless told --zap-devel.
+RUN_LOCAL_ARGS ?= --zap-devel
 .PHONY: run-local
 run-local: control-plane ## Run the manager on the embedded local cluster (apiserver, etcd, controller-manager, scheduler, a kwok node) with the samples' targets; Ctrl-C stops all.
 	go build -o $(LOCALBIN)/fieldops-local ./cmd/fieldops-local
-	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local
+	exec $(LOCALBIN)/fieldops-local --local-dir=$(LOCALBIN)/local $(RUN_LOCAL_ARGS)
 
 .PHONY: demo
 demo: control-plane ## The main job: patch the real aws-node DaemonSet on the local cluster, delete the patch, check the hand-back.
@@ -216,11 +302,16 @@ demo: control-plane ## The main job: patch the real aws-node DaemonSet on the lo
 ##@ Deployment
 
 KUBECTL ?= kubectl
+# Returns once every fieldops kind is served: its CRD Established and a
+# list of it answered (before that, a create fails with 503 for a second
+# or so after the CRDs are applied).
+WAIT_SERVED = go run ./hack/wait-served --timeout=2m
 ignore-not-found ?= false
 
 .PHONY: install
 install: manifests $(KUSTOMIZE) ## Install the CRDs into the current kubeconfig's cluster (for make run).
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+	$(WAIT_SERVED)
 
 .PHONY: uninstall
 uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs, and every fieldops object with them (delete FieldPatches first, while the manager runs: their finalizers hand fields back). ignore-not-found=true to ignore missing ones.
@@ -228,7 +319,8 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs, and every fieldops object 
 
 .PHONY: deploy
 deploy: $(KUSTOMIZE) ## Install fieldops into the current kubeconfig's cluster with image IMG (kustomize).
-	$(KUSTOMIZE) build config/default | sed 's|image: fieldops/manager:latest|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+	$(KUSTOMIZE) build config/default | sed 's|image: $(IMAGE_REPO)/manager:.*|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+	$(WAIT_SERVED)
 
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove fieldops from the current cluster (delete FieldPatches first: their finalizers hand fields back).
@@ -293,6 +385,18 @@ $(BUF):
 $(PROTOC_PLUGINS):
 	GOBIN=$@ go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$@ go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+$(GOLANGCI_LINT):
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $@
+
+$(ACTIONLINT):
+	GOBIN=$(LOCALBIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(LOCALBIN)/actionlint $@
+
+$(KO):
+	GOBIN=$(LOCALBIN) CGO_ENABLED=0 go install github.com/google/ko@$(KO_VERSION)
+	mv $(LOCALBIN)/ko $@
 
 $(KUSTOMIZE):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package feature defines the fieldops feature gates, set with
 // --feature-gates=Name=bool,... as in Kubernetes components
 // (k8s.io/component-base/featuregate).

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package metrics defines the fieldops_ Prometheus metrics, registered on
 // controller-runtime's registry (served by the manager's metrics endpoint).
 package metrics

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command fieldops-local runs the fieldops manager on an embedded local
 // cluster, with no real cluster needed (`make run-local`):
 //
@@ -31,6 +37,7 @@ import (
 
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/internal/managercmd"
+	"github.com/fieldops/fieldops/internal/served"
 )
 
 func main() {
@@ -40,6 +47,7 @@ func main() {
 	}
 }
 
+//nolint:gocyclo // flag defaults, then the start sequence the user watches, in order; each step is a few lines.
 func run() error {
 	var (
 		f        managercmd.Flags
@@ -115,6 +123,10 @@ func run() error {
 		}
 		if f.ProbeAddr != "0" {
 			fmt.Printf("probes:  http://%s/healthz  http://%[1]s/readyz\n", f.ProbeAddr)
+		}
+		// The KUBECONFIG line means "ready": every fieldops kind answers.
+		if err := served.Wait(ctx, cp.Config, served.Group, 0); err != nil {
+			return nil, err
 		}
 		fmt.Printf("\nin another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
 		return cp.Config, nil

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -155,6 +161,7 @@ func readCRDs(r io.Reader) ([]*apiextv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
+//nolint:gocyclo // one branch per input form (file, cluster, both) and output format.
 func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 	if err := o.output.validate(); err != nil {
 		return err

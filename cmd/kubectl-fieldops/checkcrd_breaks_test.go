@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -105,18 +111,18 @@ func (g gadgets) obj(name, ports string) *unstructured.Unstructured {
 // apply applies spec.ports of name as manager, forced or not.
 func (g gadgets) apply(manager, name, ports string, force bool) (*unstructured.Unstructured, error) {
 	u := g.obj(name, ports)
-	opts := []client.PatchOption{client.FieldOwner(manager)}
+	opts := []client.ApplyOption{client.FieldOwner(manager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	return u, k8s.Patch(context.Background(), u, client.Apply, opts...)
+	return u, k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), opts...)
 }
 
 // label applies only a label to name, as another manager.
 func (g gadgets) label(name string) error {
 	u := g.obj(name, "")
 	u.SetLabels(map[string]string{"team": "x"})
-	return k8s.Patch(context.Background(), u, client.Apply, client.FieldOwner("labeller"))
+	return k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("labeller"))
 }
 
 // merge merge-patches a label onto name (an update, not an apply).
@@ -137,7 +143,7 @@ func (g gadgets) live(name string) *unstructured.Unstructured {
 func (g gadgets) fields(name string) string {
 	var out []string
 	for _, e := range g.live(name).GetManagedFields() {
-		out = append(out, e.Manager+": "+string(e.FieldsV1.Raw))
+		out = append(out, e.Manager+": "+e.FieldsV1.GetRawString())
 	}
 	return strings.Join(out, "\n")
 }

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -109,7 +115,7 @@ func TestCheckCRD(t *testing.T) {
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		u := applyAs(t, "helm", `{"apiVersion": "checkcrd.example.com/v1", "kind": "Gadget", "metadata": {"name": "good", "namespace": "checkcrd"}, "spec": {"ports": [{"name": "http", "port": 80}]}}`)
 		for _, e := range u.GetManagedFields() {
-			if e.Manager == "helm" && strings.Contains(string(e.FieldsV1.Raw), `k:{\"name\":\"http\"}`) {
+			if e.Manager == "helm" && strings.Contains(e.FieldsV1.GetRawString(), `k:{\"name\":\"http\"}`) {
 				return true, nil
 			}
 		}
@@ -122,7 +128,7 @@ func TestCheckCRD(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(`{"apiVersion": "checkcrd.example.com/v1", "kind": "Gadget", "metadata": {"name": "bad", "namespace": "checkcrd"}, "spec": {"ports": [{"name": "http", "port": 81}, {"port": 9090}]}}`), &bad.Object); err != nil {
 		t.Fatal(err)
 	}
-	err = k8s.Patch(ctx, bad, client.Apply, client.FieldOwner("helm"), client.ForceOwnership)
+	err = k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(bad), client.FieldOwner("helm"), client.ForceOwnership)
 	if err == nil || !strings.Contains(err.Error(), "associative list with keys has an element that omits all key fields") {
 		t.Errorf("apply of the object check-crd reported: %v, want the reported break", err)
 	}
@@ -134,7 +140,7 @@ func TestCheckCRD(t *testing.T) {
 	label.SetNamespace("checkcrd")
 	label.SetName("bad")
 	label.SetLabels(map[string]string{"team": "x"})
-	err = k8s.Patch(ctx, label, client.Apply, client.FieldOwner("labeller"))
+	err = k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(label), client.FieldOwner("labeller"))
 	if err == nil || !strings.Contains(err.Error(), "omits all key fields") {
 		t.Errorf("apply of a label to the reported object: %v, want the reported break", err)
 	}

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -140,7 +146,7 @@ func applyAs(t *testing.T, manager, y string) *unstructured.Unstructured {
 	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Patch(context.Background(), u, client.Apply, client.FieldOwner(manager), client.ForceOwnership); err != nil {
+	if err := k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 	return u

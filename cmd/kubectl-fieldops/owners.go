@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -134,6 +140,7 @@ type ownedObject struct {
 	entries ownershipcore.ManagedFields
 }
 
+//nolint:gocyclo // one check per flag combination kubectl's own commands refuse.
 func (o *ownersOptions) validate(args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
@@ -271,6 +278,8 @@ func (o *ownersOptions) keep(lines []blame.Line) []bool {
 
 // printLines prints the annotated YAML of objs, one gutter width for
 // all, --- between objects.
+//
+//nolint:gocyclo // one case per line kind of the YAML printer (key, list item, scalar, block).
 func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *painter) error {
 	type row struct {
 		managers []string

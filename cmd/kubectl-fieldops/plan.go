@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -406,6 +412,8 @@ func (p *planner) admit(ctx context.Context, obj, existing client.Object) (bool,
 // applies it: target → intent (patchintent.Intent) → record of previous
 // owners (Follow, Record) → fields that leave the patch (Dropped) → apply
 // with the patch's conflict strategy, dryRun=All → Observe.
+//
+//nolint:gocyclo // one case per outcome of a planned apply (conflict strategy, yield, force, ignore), as the controller decides them.
 func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
 	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
 	spec := obj.PatchSpec()
@@ -606,6 +614,8 @@ type fieldRows struct {
 
 // patchFields is one row per leaf field the patch sets, owns after the
 // apply, conflicts on, or gives back.
+//
+//nolint:gocyclo // one case per kind of field change the plan prints (added, taken, handed back, removed, contested).
 func patchFields(in fieldRows) []FieldPlan {
 	conflictsAt := map[string]struct {
 		plan string
@@ -716,6 +726,8 @@ func describeEntry(k ownershipcore.ManagerKey) string {
 // Server-Side Apply: spec.resources in apply order (workload.Resources),
 // each applied under the workload's field manager with its conflict
 // strategy and ignorePaths, dryRun=All.
+//
+//nolint:gocyclo // one case per object state of a ManagedWorkload's inventory.
 func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload) (Plan, error) {
 	manager := names.Workload(mw.Namespace, mw.Name)
 	plan := Plan{Kind: "ManagedWorkload", Namespace: mw.Namespace, Name: mw.Name, FieldManager: manager}
@@ -791,6 +803,8 @@ func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload
 
 // writePlans prints each plan: a header, then a table of fields (a patch)
 // or objects (a workload).
+//
+//nolint:gocyclo // one case per output format and section.
 func writePlans(w io.Writer, plans []Plan) error {
 	for i, p := range plans {
 		if i > 0 {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package main
 
 import (
@@ -80,6 +86,7 @@ type StatusRow struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
+//nolint:gocyclo // one branch per fieldops kind and output format.
 func (o *statusOptions) run(ctx context.Context) error {
 	if err := o.output.validate(); err != nil {
 		return err

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package fieldpatch_test
 
 import (
@@ -41,7 +47,7 @@ func TestNoForceAcrossAConversionWebhook(t *testing.T) {
 	for _, v := range []string{"v1", "v2"} {
 		eventually(t, "Dial served in "+v, func() (bool, string) {
 			u := obj(t, dial(v, "probe", `{}`))
-			err := k8s.Patch(ctx, u, client.Apply, client.FieldOwner("probe"), client.ForceOwnership)
+			err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("probe"), client.ForceOwnership)
 			return err == nil, errString(err)
 		})
 	}

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package fieldpatch reconciles FieldPatch and ClusterFieldPatch: it applies
 // a patch to an object fieldops does not own under a field manager of its
 // own, records the previous owner of every field before the first write,

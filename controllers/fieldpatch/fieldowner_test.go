@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package fieldpatch_test
 
 import (
@@ -25,7 +31,7 @@ func TestOwnWritesUnderFieldManagerFieldops(t *testing.T) {
 	for _, e := range fp.ManagedFields {
 		fields := ""
 		if e.FieldsV1 != nil {
-			fields = string(e.FieldsV1.Raw)
+			fields = e.FieldsV1.GetRawString()
 		}
 		switch {
 		case e.Manager == creator && e.Subresource == "":

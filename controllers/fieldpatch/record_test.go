@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package fieldpatch_test
 
 import (
@@ -111,7 +117,7 @@ spec:
 	shared := func(fp *v1alpha1.FieldPatch) string {
 		for _, o := range fp.Status.PreviousOwners {
 			if o.Manager == "hpa" && o.SharedFieldsV1 != nil {
-				return string(o.SharedFieldsV1.Raw)
+				return o.SharedFieldsV1.GetRawString()
 			}
 		}
 		return ""

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package podset
 
 import (
@@ -60,7 +66,7 @@ func livePod(ps *v1alpha1.PodSet, mutate func(*corev1.Pod)) *corev1.Pod {
 	}
 	fields["f:metadata"] = meta
 	raw, _ := json.Marshal(fields)
-	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: testManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: testManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(raw))}}
 	if mutate != nil {
 		mutate(p)
 	}

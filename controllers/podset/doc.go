@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package podset reconciles PodSets: pods run directly, named
 // <podset>-<ordinal> and owned by the PodSet. A change of the template's
 // labels or annotations is applied to the running pods in place with

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package workload reconciles ManagedWorkloads: each object of
 // spec.resources is applied with Server-Side Apply under the workload's own
 // field manager ("fieldops-workload/<namespace>/<name>"), so third parties'

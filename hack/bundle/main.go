@@ -1,10 +1,17 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command bundle writes fieldops's OLM bundle from config/ (see
 // internal/bundle.Generate):
 //
-//	go run ./hack/bundle --version 0.1.0 [--image REGISTRY/fieldops:v0.1.0] [--channels candidate]
+//	go run ./hack/bundle --version 0.1.0 [--image REGISTRY/manager:v0.1.0] [--channels candidate] [--out DIR]
 //
 // It replaces bundle/manifests, bundle/metadata and bundle/tests and
-// writes bundle.Dockerfile; `make bundle VERSION=x.y.z` runs it.
+// writes bundle.Dockerfile, under the module root or --out; `make bundle
+// VERSION=x.y.z` runs it, and `make release` with --out dist.
 package main
 
 import (
@@ -30,7 +37,8 @@ func run() error {
 	var o bundle.Options
 	var channels string
 	flag.StringVar(&o.Version, "version", "", "operator version (semver, no leading v); required")
-	flag.StringVar(&o.Image, "image", "", "manager image (default fieldops/manager:v<version>)")
+	flag.StringVar(&o.Image, "image", "", "manager image (default "+bundle.DefaultImageRepo+":v<version>)")
+	out := flag.String("out", "", "directory to write the bundle under (default: the module root)")
 	flag.StringVar(&channels, "channels", "candidate", "comma-separated OLM channels; the first is the default")
 	flag.Parse()
 	if o.Version == "" {
@@ -47,8 +55,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	dest := root
+	if *out != "" {
+		dest = *out
+	}
 	for _, d := range []string{"manifests", "metadata", "tests"} {
-		if err := os.RemoveAll(filepath.Join(root, bundle.BundleDir, d)); err != nil {
+		if err := os.RemoveAll(filepath.Join(dest, bundle.BundleDir, d)); err != nil {
 			return err
 		}
 	}
@@ -58,7 +70,7 @@ func run() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		path := filepath.Join(root, name)
+		path := filepath.Join(dest, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -67,7 +79,7 @@ func run() error {
 		}
 		fmt.Println("wrote", name)
 	}
-	if errs := bundle.Validate(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile)); len(errs) > 0 {
+	if errs := bundle.Validate(filepath.Join(dest, bundle.BundleDir), filepath.Join(dest, bundle.Dockerfile)); len(errs) > 0 {
 		for _, e := range errs {
 			fmt.Fprintln(os.Stderr, "invalid:", e)
 		}

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package bundle builds and checks fieldops's OLM bundle (registry+v1):
 // Generate renders config/ with kustomize and writes bundle/ from it;
 // Load and Validate check a bundle for what OLM's bundle validation

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package bundle
 
 import (
@@ -35,7 +41,7 @@ type Options struct {
 	Root string
 	// Version is the operator version, semver without a leading v.
 	Version string
-	// Image is the manager image; default fieldops/manager:v<Version>.
+	// Image is the manager image; default DefaultImageRepo:v<Version>.
 	Image string
 	// Package is the OLM package name; default fieldops.
 	Package string
@@ -45,9 +51,13 @@ type Options struct {
 	Channels []string
 }
 
+// DefaultImageRepo is the repository of the manager image a release
+// builds (make release).
+const DefaultImageRepo = "ghcr.io/fieldops/manager"
+
 func (o *Options) defaults() {
 	if o.Image == "" {
-		o.Image = "fieldops/manager:v" + o.Version
+		o.Image = DefaultImageRepo + ":v" + o.Version
 	}
 	if o.Package == "" {
 		o.Package = "fieldops"
@@ -162,6 +172,8 @@ func Generate(o Options) (map[string][]byte, error) {
 // (with image), the rules bound to its ServiceAccount, and drops the
 // Namespace and ServiceAccount OLM creates. It returns the other objects,
 // which go to bundle/manifests.
+//
+//nolint:gocyclo // one case per kind config/default holds, so a new kind is an error here.
 func installStrategy(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []*unstructured.Unstructured, error) {
 	var (
 		spec           InstallStrategySpec

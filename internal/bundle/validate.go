@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package bundle
 
 import (
@@ -145,6 +151,8 @@ func dockerLabels(df []byte) map[string]string {
 //     a suffix such as stable-v1), and a CSV without
 //     operatorframework.io/arch.<arch> and operatorframework.io/os.<os>
 //     labels saying which platforms its image supports.
+//
+//nolint:gocyclo // one check per rule of operator-framework's bundle validation, in its order.
 func (b *Bundle) Validate() []error {
 	var errs []error
 	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -273,6 +281,7 @@ func (b *Bundle) Validate() []error {
 	return errs
 }
 
+//nolint:gocyclo // one check per CSV rule of operator-framework's validation, in its order.
 func validateCSV(csv *ClusterServiceVersion, pkg string) []error {
 	var errs []error
 	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }

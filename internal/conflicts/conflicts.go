@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package conflicts turns the API's conflict rules (yieldTo, forceOver)
 // into the ownership core's ManagerRules, for the FieldPatch and
 // ManagedWorkload controllers alike.

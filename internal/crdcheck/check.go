@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package crdcheck
 
 import (
@@ -116,6 +122,7 @@ func instances(v interface{}, path Path, at string, fp fieldset.Path, fpValid bo
 	return out
 }
 
+//nolint:gocyclo // one case per kind of breaking CRD change.
 func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Finding {
 	var out []Finding
 	add := func(sev Severity, path, reason string, args ...interface{}) {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package crdcheck
 
 import (
@@ -120,6 +126,7 @@ func mapTopology(s *apiextv1.JSONSchemaProps) Topology {
 	return Topology{Type: "granular"}
 }
 
+//nolint:gocyclo // one case per OpenAPI schema keyword that can break stored objects.
 func walk(version string, path Path, old, next *apiextv1.JSONSchemaProps, out *[]Change) {
 	if old == nil || next == nil {
 		return
@@ -151,7 +158,7 @@ func walk(version string, path Path, old, next *apiextv1.JSONSchemaProps, out *[
 		}
 		names := make([]string, 0, len(next.Properties))
 		for name := range next.Properties {
-			if _, ok := old.Properties[name]; ok && !(len(path) == 0 && name == "metadata") {
+			if _, ok := old.Properties[name]; ok && (len(path) != 0 || name != "metadata") {
 				names = append(names, name)
 			}
 		}

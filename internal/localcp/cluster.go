@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package localcp
 
 import (
@@ -46,6 +52,8 @@ func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 // startCluster starts kube-controller-manager, kube-scheduler and kwok
 // (on the launcher's thread), registers the simulated nodes and waits
 // until they are Ready.
+//
+//nolint:gocyclo // the control plane's components start in a fixed order, each with its error.
 func (cp *ControlPlane) startCluster(bins Binaries, opts ClusterOptions) error {
 	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "fieldops-localcp-components", Groups: []string{"system:masters"}}, nil)
 	if err != nil {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package localcp starts the local control plane: a real kube-apiserver and
 // etcd, built from pinned modules by test/tools into bin/ (`make
 // control-plane`; the apiserver reports its real version, e.g. v1.36.3),
@@ -48,6 +54,9 @@ type Options struct {
 	// ExtraCRDPaths are more CRD files or directories to install, relative to
 	// the module root.
 	ExtraCRDPaths []string
+	// NoFieldopsCRDs leaves the CRDs of config/crd/bases out: the caller
+	// installs them (as the Helm chart's test does).
+	NoFieldopsCRDs bool
 	// Webhooks are admission webhooks to register (served by the caller).
 	Webhooks envtest.WebhookInstallOptions
 	// Cluster, when set, makes the control plane a small cluster:
@@ -73,6 +82,8 @@ type ControlPlane struct {
 // installs the CRDs of config/crd/bases. It fails with a hint when the binaries are missing.
 // Every process it starts dies with the caller's process (see procs.go);
 // Stop stops them and removes their files.
+//
+//nolint:gocyclo // options, binaries, then envtest's start, in order; each step is a few lines.
 func Start(opts Options) (*ControlPlane, error) {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -82,7 +93,10 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := []string{filepath.Join(root, "config", "crd", "bases")}
+	var paths []string
+	if !opts.NoFieldopsCRDs {
+		paths = append(paths, filepath.Join(root, "config", "crd", "bases"))
+	}
 	for _, p := range opts.ExtraCRDPaths {
 		paths = append(paths, filepath.Join(root, p))
 	}

@@ -1,5 +1,11 @@
 //go:build !linux
 
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package localcp
 
 import "syscall"

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package managercmd is the fieldops manager's command line: its flags and
 // the manager they configure. cmd/manager runs it against a cluster;
 // cmd/fieldops-local runs it against the embedded local control plane. It
@@ -72,7 +78,10 @@ func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
 	fs.IntVar(&f.sharedWatchAt, "shared-target-watch-at", controllers.DefaultSharedWatchAt, "From this many targets of one kind in one namespace, one watch of that kind in that namespace serves them (holding all its objects) instead of one watch per target; never for Secrets. 0 watches every target by name.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on (go tool pprof); empty disables it.")
 	feature.Gates.AddFlag(fs)
-	f.zapOpts = zap.Options{Development: true}
+	// Production logging by default: JSON lines at info level, a stack
+	// trace from error on. --zap-devel switches to development logging
+	// (console lines, debug level, a stack trace from warning on).
+	f.zapOpts = zap.Options{}
 	goflags := flag.NewFlagSet("", flag.ContinueOnError)
 	f.zapOpts.BindFlags(goflags)
 	if kubeconfig {

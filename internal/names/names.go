@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package names are the names fieldops gives things, shared by the
 // controllers and kubectl fieldops: the field manager of each kind
 // (ownershipcore.ManagerName) and the index key of an object. It is a

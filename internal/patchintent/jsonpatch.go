@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package patchintent
 
 import (
@@ -119,6 +125,8 @@ type ownedFunc func(doc interface{}, path []string) bool
 // move and remove are refused before (validateJSONOps). Errors name the
 // operation and its paths, never values of the target. sch and owned may
 // be nil.
+//
+//nolint:gocyclo // one case per RFC 6902 operation.
 func applyJSONPatchOnce(ops []jsonOp, doc []byte, sch schemaInfo, owned ownedFunc) ([]byte, error) {
 	var cur interface{}
 	if err := json.Unmarshal(doc, &cur); err != nil {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package patchintent
 
 import (
@@ -131,6 +137,7 @@ type objectValidator struct {
 	leaves int
 }
 
+//nolint:gocyclo // one case per OpenAPI schema type the walk checks.
 func (v *objectValidator) walk(path []string, val interface{}, inList bool) error {
 	switch val := val.(type) {
 	case map[string]interface{}:

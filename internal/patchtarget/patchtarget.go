@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package patchtarget holds the rules by which a FieldPatch or
 // ClusterFieldPatch names its target: which references are valid, which
 // objects fieldops refuses to patch (its own), and the reason each

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package scheme is the runtime.Scheme of every fieldops client: the
 // built-in kinds, CustomResourceDefinitions and fieldops.dev. It is a
 // leaf, so a command that needs only a client (kubectl fieldops) does not

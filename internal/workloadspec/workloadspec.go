@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package workloadspec reads a ManagedWorkload's spec.resources the way
 // the controller applies them: parsed, identity checked, namespaces
 // defaulted, duplicates refused, in apply order. The controller and

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package host runs fieldops plugins: declared in a config file, each
 // binary checked against its SHA-256 (go-plugin SecureConfig), started
 // lazily on first use with AutoMTLS, one client per plugin, restarted when

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package sdk is what a fieldops plugin is written with: implement
 // strategy.ConflictStrategy or strategy.IgnorablePaths (or both)
 // in Go and call Serve from main. The handshake, the gRPC plumbing over

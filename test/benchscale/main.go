@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command benchscale is `make bench-scale N=1000` (issue 11): it starts one
 // local control plane (internal/localcp) and runs, one after the other on the
 // same kube-apiserver, two managers on the same kind of intent:

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package cluster_test runs fieldops on the local cluster (internal/localcp
 // with Options.Cluster: kube-controller-manager, kube-scheduler and kwok's
 // simulated nodes) and checks what only a cluster shows: PodSet readiness

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command demo is fieldops' main job on real input, on the embedded local
 // cluster with no real cluster needed (`make demo`):
 //

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package deploy
 
 import (
@@ -295,7 +301,7 @@ func TestLockdownEndToEnd(t *testing.T) {
 		switch o.GetKind() {
 		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-			if err := k8s.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner("fieldops-test"), client.ForceOwnership); err != nil {
+			if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("fieldops-test"), client.ForceOwnership); err != nil {
 				t.Fatalf("install %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
 		}

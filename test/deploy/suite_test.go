@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package deploy tests what fieldops ships: the kustomize config, the OLM
 // bundle, the alerts and the dashboard, against the local control plane.
 package deploy
@@ -82,7 +88,7 @@ func install(t *testing.T, objs []*unstructured.Unstructured) {
 		if o.GetKind() != "Namespace" && o.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
-		if err := k8s.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner("fieldops-test"), client.ForceOwnership); err != nil {
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("fieldops-test"), client.ForceOwnership); err != nil {
 			t.Fatalf("install %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
@@ -115,7 +121,7 @@ func dryRun(t *testing.T, what string, objs []*unstructured.Unstructured, namesp
 				o.SetNamespace(namespace)
 			}
 		}
-		err := k8s.Patch(context.Background(), o, client.Apply, client.FieldOwner("fieldops-test"), client.ForceOwnership, client.DryRunAll)
+		err := k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("fieldops-test"), client.ForceOwnership, client.DryRunAll)
 		if err != nil {
 			t.Errorf("%s: the apiserver refuses %s %s/%s: %v", what, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package invariants is a seeded, randomized differential test of the
 // ownership invariants fieldops promises, in the spirit of
 // structured-merge-diff's own tests: random sequences of steps against the

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package repo
 
 import (
@@ -31,6 +37,10 @@ func TestCommandsLinkOnlyWhatTheyNeed(t *testing.T) {
 	}{
 		{"./cmd/kubectl-fieldops", []string{"github.com/fieldops/fieldops/controllers", "sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/builder"}},
 		{"./plugins/examples/...", []string{"github.com/fieldops/fieldops/controllers", "github.com/fieldops/fieldops/ownershipcore"}},
+		// Helm's Go module is for the chart's tests (test/release) and
+		// hack/chart only.
+		{"./cmd/manager", []string{"helm.sh/helm"}},
+		{"./cmd/kubectl-fieldops", []string{"helm.sh/helm"}},
 	} {
 		for _, d := range deps(t, tc.pkg) {
 			for _, b := range tc.banned {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package testkit holds the helpers the suites that run against the local
 // control plane share: a write counter on the manager's transport, object
 // builders, polling, and event lookups.

@@ -1,5 +1,11 @@
 //go:build tools
 
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package tools pins the commands built by this module for the local
 // control plane (internal/localcp; DESIGN.md, "The local control plane"):
 // kube-apiserver, kube-controller-manager and kube-scheduler from

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package conditions sets the kstatus conditions (Ready, Reconciling,
 // Stalled) every fieldops kind reports, so that kstatus-aware tools (Flux,
 // Argo CD, kubectl wait --for=condition=Ready) read them alike. See

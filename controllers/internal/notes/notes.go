@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package notes makes the text fieldops reports to users fit where it goes:
 // event notes and condition messages are cleaned of Go internals and values
 // (ownershipcore.SanitizeText) and bounded to what the apiserver accepts,

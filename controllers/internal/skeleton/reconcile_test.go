@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package skeleton
 
 import (
@@ -92,7 +98,7 @@ func TestReconcileAfterLostStatusWrite(t *testing.T) {
 	lose := true
 	var cached *v1alpha1.PodSet // what the "cache" serves; nil: the apiserver's copy
 	api := fake.NewClientBuilder().WithScheme(scheme.Scheme()).WithObjects(ps).WithStatusSubresource(ps).Build()
-	c := interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+	c := interceptor.NewClient(api, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if cached != nil {
 				cached.DeepCopyInto(obj.(*v1alpha1.PodSet))
@@ -116,7 +122,7 @@ func TestReconcileAfterLostStatusWrite(t *testing.T) {
 		},
 	})
 	freshReads := 0
-	apiReader := interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+	apiReader := interceptor.NewClient(api, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			freshReads++
 			return c.Get(ctx, key, obj, opts...)

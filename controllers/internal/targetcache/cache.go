@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package targetcache keeps the objects fieldops applies to (FieldPatch
 // targets, the objects of ManagedWorkloads) in memory. A few objects of a
 // kind in a namespace are watched one by one: a reflector restricted
@@ -272,7 +278,7 @@ func (c *Cache) add(t Target, gvr schema.GroupVersionResource, ref Ref, liveRead
 
 // shareable says whether sc's objects may share one watch.
 func (c *Cache) shareable(sc scope) bool {
-	return c.ShareAt > 0 && !c.perName[sc] && !(sc.gvk.Group == "" && sc.gvk.Kind == "Secret")
+	return c.ShareAt > 0 && !c.perName[sc] && (sc.gvk.Group != "" || sc.gvk.Kind != "Secret")
 }
 
 // Release removes ref from t's references, stopping t's watch and dropping

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package targetcache_test
 
 import (
@@ -213,7 +219,7 @@ func TestSecretsWatchedByNameOnly(t *testing.T) {
 	// without a name.
 	for _, r := range requests.since(0) {
 		u, _ := url.Parse(r.URL)
-		if r.Method != "GET" || !(strings.HasSuffix(u.Path, "/secrets") || strings.HasSuffix(u.Path, "/configmaps")) {
+		if r.Method != "GET" || (!strings.HasSuffix(u.Path, "/secrets") && !strings.HasSuffix(u.Path, "/configmaps")) {
 			continue
 		}
 		if sel := u.Query().Get("fieldSelector"); !strings.HasPrefix(sel, "metadata.name=") || strings.Contains(sel, ",") {

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package targetcache
 
 import (
@@ -33,7 +39,7 @@ type rawObject struct {
 
 func (o *rawObject) DeepCopyObject() runtime.Object {
 	c := *o
-	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	o.DeepCopyInto(&c.ObjectMeta)
 	return &c // raw is never written to: shared
 }
 
@@ -46,7 +52,7 @@ type rawList struct {
 
 func (l *rawList) DeepCopyObject() runtime.Object {
 	c := &rawList{TypeMeta: l.TypeMeta, Items: make([]rawObject, len(l.Items))}
-	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	l.DeepCopyInto(&c.ListMeta)
 	for i := range l.Items {
 		c.Items[i] = *l.Items[i].DeepCopyObject().(*rawObject)
 	}

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package tenant gives each fieldops object the rights of the account it
 // acts for: an ownershipcore.Applier whose every read and write of targets
 // impersonates a ServiceAccount (client-go impersonation, as Flux's

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package watch watches the objects a controller's objects refer to (a
 // FieldPatch's target, a ManagedWorkload's objects), one object at a time,
 // through the manager's shared targetcache.Cache, and maps their events

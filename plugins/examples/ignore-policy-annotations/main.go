@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command ignore-policy-annotations is a fieldops ignorable-paths plugin,
 // and the template for writing one: it names the annotations policy
 // engines and service meshes put on objects (Kyverno's

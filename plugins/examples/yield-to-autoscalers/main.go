@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command yield-to-autoscalers is a fieldops conflict-strategy plugin, and
 // the template for writing one: it yields spec.replicas to autoscalers
 // (the HorizontalPodAutoscaler, the VerticalPodAutoscaler, KEDA) and forces

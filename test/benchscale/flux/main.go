@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command flux is the Flux side of `make bench-scale`: it applies N partial
 // Deployments, each adding one env var to the container of a Deployment
 // another field manager owns, with the Flux ssa ResourceManager's ApplyAll

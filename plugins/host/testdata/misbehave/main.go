@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Command misbehave is a test plugin that breaks the rules on request, to
 // test the host: as a conflict strategy, the field manager it is asked
 // about, or else the manager owning a conflicting field, picks the
