@@ -213,6 +213,7 @@ func (o *ownersOptions) objects(args []string) (objs []ownedObject, single bool,
 	return objs, single && len(infos) <= 1, errors.Join(errs...)
 }
 
+//nolint:gocyclo // one branch per output form and per kind of partial result, in the order kubectl prints them.
 func (o *ownersOptions) run(args []string) error {
 	if err := o.validate(args); err != nil {
 		return err

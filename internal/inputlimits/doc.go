@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package inputlimits bounds what one fieldops object may ask of the
 // manager: the size and nesting depth of a FieldPatch's patch or of a
 // ManagedWorkload's object, and the number of operations of a JSON patch.

@@ -65,6 +65,20 @@ func refuse(reason string, format string, args ...interface{}) error {
 // operators installed there. ownNamespace "" (unknown) protects no
 // namespaced object by its namespace.
 func Protected(group, kind, namespace, name, ownNamespace string) (string, bool) {
+	if why, ok := protectedKind(group, kind, name); ok {
+		return why, true
+	}
+	switch {
+	case ownNamespace != "" && namespace == ownNamespace && OwnName(name):
+		return fmt.Sprintf("part of the fieldops installation in namespace %q", ownNamespace), true
+	case ownNamespace != "" && group == "" && kind == "Namespace" && name == ownNamespace:
+		return "fieldops's own namespace", true
+	}
+	return "", false
+}
+
+// protectedKind is Protected for fieldops's own kinds, CRDs and RBAC.
+func protectedKind(group, kind, name string) (string, bool) {
 	switch {
 	case group == v1alpha1.GroupVersion.Group:
 		return "a fieldops object", true
@@ -72,10 +86,6 @@ func Protected(group, kind, namespace, name, ownNamespace string) (string, bool)
 		return "a CustomResourceDefinition of fieldops", true
 	case group == "rbac.authorization.k8s.io" && (kind == "ClusterRole" || kind == "ClusterRoleBinding") && OwnName(name):
 		return "RBAC of fieldops", true
-	case ownNamespace != "" && namespace == ownNamespace && OwnName(name):
-		return fmt.Sprintf("part of the fieldops installation in namespace %q", ownNamespace), true
-	case ownNamespace != "" && group == "" && kind == "Namespace" && name == ownNamespace:
-		return "fieldops's own namespace", true
 	}
 	return "", false
 }

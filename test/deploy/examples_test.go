@@ -569,7 +569,7 @@ func TestDocsFieldPatchesGoReady(t *testing.T) {
 			if namespaced, err := k8s.IsObjectNamespaced(o); err == nil && namespaced && o.GetNamespace() == "" {
 				o.SetNamespace("default")
 			}
-			if err := k8s.Patch(ctx, o, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+			if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
 				t.Errorf("%s: apply: %v", e, err)
 				continue
 			}

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package deploy
 
 import (
@@ -56,7 +62,7 @@ func installRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 		switch o.GetKind() {
 		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
-			if err := k8s.Patch(context.Background(), o.DeepCopy(), client.Apply, client.FieldOwner("fieldops-test"), client.ForceOwnership); err != nil {
+			if err := k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("fieldops-test"), client.ForceOwnership); err != nil {
 				t.Fatalf("install %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
 		}
