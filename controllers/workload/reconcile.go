@@ -24,6 +24,7 @@ import (
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 const (
@@ -372,12 +373,12 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 }
 
 // classify turns an apply error into an object error, its message
-// ownershipcore.SafeMessage(err). An object that can never be applied as
+// redact.Message(err). An object that can never be applied as
 // it is (ownershipcore.IsTerminal: refused locally, or by the apiserver
 // with 422, 400 or a 500 for a patch it cannot type) is Rejected without
 // retry: only a change of the spec helps.
 func classify(name string, err error) *objectError {
-	msg := ownershipcore.SafeMessage(err)
+	msg := redact.Message(err)
 	switch {
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
 		return objErr(ReasonUnknownKind, true, "%s: %s", name, msg)
