@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 // An intent the apiserver's field manager refuses is refused locally, with
@@ -48,7 +49,7 @@ spec:
 			if n := count.writes.Load(); n != 0 {
 				t.Errorf("%d writes for an intent refused locally", n)
 			}
-			msg := ownershipcore.SafeMessage(err)
+			msg := redact.Message(err)
 			if !strings.Contains(msg, tc.want) || strings.Contains(msg, "s3cr3t") {
 				t.Errorf("message %q, want it to say %s and no value", msg, tc.want)
 			}
@@ -82,7 +83,7 @@ spec:
 			if !ownershipcore.IsTerminal(err) {
 				t.Errorf("IsTerminal(%v) = false", err)
 			}
-			msg := ownershipcore.SafeMessage(err)
+			msg := redact.Message(err)
 			t.Logf("safe: %s", msg)
 			for _, leak := range []string{"s3cr3t", "987654", "1.5", "value.valueUnstructured", "&{"} {
 				if strings.Contains(msg, leak) {

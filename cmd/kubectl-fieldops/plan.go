@@ -33,6 +33,7 @@ import (
 	"github.com/fieldops/fieldops/internal/workloadspec"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -423,7 +424,7 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	plan.Patch = pp
 	pp.Target = ObjectRef{APIVersion: spec.Target.APIVersion, Kind: spec.Target.Kind, Namespace: obj.TargetNamespace(), Name: spec.Target.Name}
 	invalid := func(err error) (Plan, error) {
-		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
+		plan.Action, plan.Message = actionInvalid, redact.Message(err)
 		return plan, nil
 	}
 	refused := func(err error) (Plan, error) {
@@ -432,7 +433,7 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 			return invalid(err)
 		}
 		plan.Action, plan.Reason = actionInvalid, te.Reason
-		plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, ownershipcore.SafeMessage(err))
+		plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, redact.Message(err))
 		return plan, nil
 	}
 	exists, err := p.admit(ctx, obj, existing)
@@ -506,7 +507,7 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		plan.Action = string(ownershipcore.ActionConflicted)
 		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", conflictErr.Error())
 	case err != nil:
-		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
+		plan.Action, plan.Message = actionInvalid, redact.Message(err)
 		return plan, nil
 	default:
 		plan.Action = string(res.Action)
@@ -733,7 +734,7 @@ func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload
 	plan := Plan{Kind: "ManagedWorkload", Namespace: mw.Namespace, Name: mw.Name, FieldManager: manager}
 	exists, err := p.admit(ctx, mw, &v1alpha1.ManagedWorkload{})
 	if err != nil {
-		plan.Action, plan.Message = actionInvalid, ownershipcore.SafeMessage(err)
+		plan.Action, plan.Message = actionInvalid, redact.Message(err)
 		return plan, nil
 	}
 	plan.Exists = exists
@@ -761,7 +762,7 @@ func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload
 		case errors.As(err, &conflictErr):
 			op.Action, op.Message = string(ownershipcore.ActionConflicted), fmt.Sprintf("%v (conflictPolicy Fail)", conflictErr)
 		case err != nil:
-			op.Action, op.Message = actionFailed, ownershipcore.SafeMessage(err)
+			op.Action, op.Message = actionFailed, redact.Message(err)
 		default:
 			op.Action = string(res.Action)
 		}

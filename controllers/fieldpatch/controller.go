@@ -34,6 +34,7 @@ import (
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -240,15 +241,15 @@ func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, arg
 
 // fail records err in status and as an event, and ends the reconcile.
 // What it reports (and returns, for the controller's log) is
-// ownershipcore.SafeMessage(err): no Go internals, no values of the
+// redact.Message(err): no Go internals, no values of the
 // target. A spec error (skeleton.Terminal) is Stalled and returned as
 // the terminal error it is; a skeleton.ReasonError that is not terminal
 // is Stalled and retried slowly.
 func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (skeleton.Step, error) {
 	st, gen := obj.PatchStatus(), obj.GetGeneration()
-	msg := ownershipcore.SafeMessage(err)
+	msg := redact.Message(err)
 	if re, ok := skeleton.Reason(err); ok {
-		msg = ownershipcore.SafeMessage(re)
+		msg = redact.Message(re)
 		setStalled(st, gen, re.Reason, notes.Condition(msg))
 		r.event(obj, corev1.EventTypeWarning, re.Reason, "%s", msg)
 		if skeleton.IsTerminal(err) {

@@ -27,6 +27,7 @@ import (
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 // reconcileDelete gives the target back as deletionPolicy says, then
@@ -214,7 +215,7 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.Deleti
 }
 
 func (r *Reconciler) deleteFailed(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {
-	msg := ownershipcore.SafeMessage(err)
+	msg := redact.Message(err)
 	if apierrors.IsForbidden(err) {
 		setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonForbidden, notes.Condition("deletion waits: "+msg))
 		r.event(obj, corev1.EventTypeWarning, ReasonForbidden, "deletion waits: %s", msg)

@@ -21,17 +21,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/feature"
-	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 const (
@@ -293,129 +292,6 @@ func (r *Reconciler) ignoreFor(ctx context.Context, p *pass, obj *unstructured.U
 	return p.ignore.Union(extra)
 }
 
-// applySSA applies one object with Server-Side Apply, migrating legacy
-// ownership first.
-func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
-	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	live, err := p.applier.Get(ctx, o.Intent)
-	if err != nil {
-		return classify(name, tenant.Explain(p.account, err))
-	}
-	from, adopt := ourManagers(p.mw, p.manager), adoptsClientSideApply(p.mw) && ownershipcore.FirstApplyOverClientSideApply(live, p.manager)
-	if adopt {
-		from.Insert(ownershipcore.ClientSideApplyManagers...)
-	}
-	if live != nil && ownershipcore.NeedsUpgrade(live, sets.List(from)) {
-		migrated, err := p.applier.UpgradeManagers(ctx, o.Intent, sets.List(from), p.manager)
-		if err != nil {
-			return objErr(ReasonApplyFailed, true, "%s: %v", name, tenant.Explain(p.account, err))
-		}
-		if migrated {
-			how := "moved"
-			if adopt {
-				how = "adopted from client-side apply: moved"
-			}
-			r.event(p.mw, o.Intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", name, how, strings.Join(sets.List(from), ", "), p.manager)
-			e.UID, e.Action = live.GetUID(), ActionMigrated
-			e.OwnedFields = prev.OwnedFields
-			p.migrated = true
-			p.after(migratedRecheck) // apply once the cache has the new managed fields
-			return nil
-		}
-	}
-	subject := live
-	if subject == nil {
-		subject = o.Intent
-	}
-	ignore := r.ignoreFor(ctx, p, subject)
-	// Drift since our last apply, caused by another manager: repair it,
-	// unless that manager keeps taking the fields back (then back off), or
-	// is another fieldops object (then never: report it).
-	// One contest per object: a recreated object (new UID) starts with none.
-	key, now := string(p.mw.UID)+"/"+o.Key, time.Now()
-	if live != nil {
-		key += "/" + string(live.GetUID())
-	}
-	drifter, drifted := "", false
-	if live != nil && hadPrev && prev.UID == live.GetUID() && prev.Action != ActionMigrated && p.judged {
-		drifter, drifted = r.drifter(live, o.Intent, ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
-		if rival, ok := ownershipcore.ParseManager(drifter); ok {
-			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
-			return objErr(ReasonContested, false, "%s: %s (field manager %q) took fields of this workload; fieldops objects do not fight each other: change or delete one of them", name, rival, drifter)
-		}
-		if at := r.contests.Next(key, drifter, now); drifted && !at.IsZero() {
-			e.UID, e.Action, e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
-			p.after(at.Sub(now))
-			return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", name, drifter, at.UTC().Format(time.RFC3339))
-		}
-	}
-	var res ownershipcore.Result
-	r.watches.Write(p.mw, subject, func() *unstructured.Unstructured {
-		res, err = p.applier.Apply(ctx, o.Intent, ownershipcore.ApplyOptions{
-			FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: ignore,
-			Live: live, Absent: live == nil, // the read the drift check decided on; nothing wrote since
-		})
-		if err == nil && res.Wrote() {
-			return res.Object // its watch event is our own write
-		}
-		return nil
-	})
-	err = tenant.Explain(p.account, err)
-	for _, c := range res.Forced {
-		metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
-	}
-	var conflictErr *ownershipcore.ConflictError
-	switch {
-	case errors.As(err, &conflictErr):
-		for _, c := range conflictErr.Conflicts {
-			metrics.ConflictsTotal.WithLabelValues(metrics.ControllerWorkload, c.Manager).Inc()
-		}
-		e.Action = string(ownershipcore.ActionConflicted)
-		return objErr(ReasonConflict, false, "%s: %v (conflictPolicy Fail)", name, conflictErr)
-	case err != nil:
-		return classify(name, err)
-	}
-	e.Action = string(res.Action)
-	if res.Action == ownershipcore.ActionUnchanged && hadPrev && prev.UID == e.UID && (prev.Action == string(ownershipcore.ActionCreated) || prev.Action == string(ownershipcore.ActionConfigured)) {
-		// What the last write did stays until the next one: an apply that
-		// changes nothing writes no status either.
-		e.Action = prev.Action
-	}
-	setHealth(e, res.Object)
-	if res.Object != nil {
-		e.UID = res.Object.GetUID()
-		if owners, err := ownershipcore.Owners(res.Object); err == nil {
-			if ours := owners.Applied(p.manager); ours != nil {
-				e.OwnedFields = len(ownershipcore.FormatSet(ours.Fields))
-			}
-		}
-	}
-	switch res.Action {
-	case ownershipcore.ActionCreated:
-		r.createdObject(p, o, name)
-	case ownershipcore.ActionConfigured:
-		p.configured++
-		// Drift (seen before the apply, only when the spec did not change
-		// and not right after a migration) was repaired.
-		if drifted {
-			r.drift(p, name, live, o.Intent)
-			if drifter != "" && r.contests.Repaired(key, drifter, now) >= 2 {
-				p.after(r.contests.Base()) // see whether the repair holds
-				return objErr(ReasonContested, false, "%s: field manager %q took fields of this workload back again; repairs are backed off", name, drifter)
-			}
-		}
-	default:
-		if d := r.contests.Settle(key, now); d > 0 {
-			p.after(d)
-			if c := r.contests.Current(key, now); c != "" {
-				return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; repairs are backed off", name, c)
-			}
-		}
-	}
-	log.FromContext(ctx).V(1).Info("applied", "object", name, "action", res.Action, "forced", len(res.Forced))
-	return nil
-}
-
 // createdObject counts a created object. The objects a new generation
 // creates are named by its Applied event (one event, not one per
 // object); an object created again for a generation already judged
@@ -503,12 +379,12 @@ func (r *Reconciler) applyLegacyObject(ctx context.Context, p *pass, o *object, 
 }
 
 // classify turns an apply error into an object error, its message
-// ownershipcore.SafeMessage(err). An object that can never be applied as
+// redact.Message(err). An object that can never be applied as
 // it is (ownershipcore.IsTerminal: refused locally, or by the apiserver
 // with 422, 400 or a 500 for a patch it cannot type) is Rejected without
 // retry: only a change of the spec helps.
 func classify(name string, err error) *objectError {
-	msg := ownershipcore.SafeMessage(err)
+	msg := redact.Message(err)
 	switch {
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
 		return objErr(ReasonUnknownKind, true, "%s: %s", name, msg)
@@ -552,38 +428,10 @@ func (r *Reconciler) prune(ctx context.Context, p *pass) []v1alpha1.InventoryEnt
 // report sets the counts and conditions and sends the summary event.
 func (r *Reconciler) report(p *pass) {
 	st, gen := &p.mw.Status, p.mw.Generation
-	before := ""
-	if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c != nil {
-		before = c.Reason
-	}
+	before := readyReason(st)
 	conditions.SetPluginFailure(&st.Conditions, gen, p.pluginFailed)
-	st.Applied, st.Failed = 0, 0
-	var failures []string
-	stalled, contested := true, 0
-	for _, e := range st.Inventory {
-		if e.Reason == "" {
-			st.Applied++
-			continue
-		}
-		if e.Reason == ReasonContested {
-			contested++
-		}
-		st.Failed++
-		failures = append(failures, fmt.Sprintf("%s: %s", e.Reason, e.Message))
-		if p.requeue != 0 {
-			stalled = false
-		}
-	}
-	if p.created+p.configured > 0 && !p.judged {
-		// A new generation applied, the objects it created named; repairs
-		// of one already judged have their own events (DriftRepaired,
-		// Created).
-		created := ""
-		if len(p.createdNames) > 0 {
-			created = " (" + strings.Join(p.createdNames, ", ") + ")"
-		}
-		r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created%s, %d configured", st.Applied, st.Mode, p.created, created, p.configured)
-	}
+	failures, contested, stalled := tally(st, p.requeue != 0)
+	r.appliedEvent(p)
 	switch {
 	case st.Failed > 0 && contested == st.Failed:
 		conditions.SetWaiting(&st.Conditions, gen, ReasonContested, fmt.Sprintf("%d of %d objects contested: %s", contested, len(st.Inventory), strings.Join(failures, "; ")))
@@ -601,20 +449,77 @@ func (r *Reconciler) report(p *pass) {
 		// Not any requeue: a contest's recheck of a repair keeps Ready.
 		conditions.SetWaiting(&st.Conditions, gen, ReasonMigrated, "field ownership migrated to Server-Side Apply; applying next")
 	default:
-		set, left := reportHealth(p.mw, time.Now())
-		if !set {
-			msg := fmt.Sprintf("%d objects applied (%s)", st.Applied, st.Mode)
-			if waits(p.mw) {
-				msg = fmt.Sprintf("%d objects applied (%s) and healthy", st.Applied, st.Mode)
-			}
-			conditions.SetReady(&st.Conditions, gen, ReasonApplied, msg)
-			return
+		r.reportReady(p, before)
+	}
+}
+
+// readyReason is the reason of st's Ready condition, "" without one.
+func readyReason(st *v1alpha1.ManagedWorkloadStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// tally counts the inventory's applied and failed entries into st and
+// returns the failures as "<reason>: <message>", how many of them are
+// contests, and whether they are stalled: no failure waits for a retry
+// (requeued: the pass scheduled one).
+func tally(st *v1alpha1.ManagedWorkloadStatus, requeued bool) (failures []string, contested int, stalled bool) {
+	st.Applied, st.Failed = 0, 0
+	stalled = true
+	for _, e := range st.Inventory {
+		if e.Reason == "" {
+			st.Applied++
+			continue
 		}
-		if left > 0 {
-			p.after(left) // look again at the timeout
+		if e.Reason == ReasonContested {
+			contested++
 		}
-		if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c != nil && c.Reason != before && c.Reason != ReasonProgressing {
-			r.event(p.mw, nil, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
+		st.Failed++
+		failures = append(failures, fmt.Sprintf("%s: %s", e.Reason, e.Message))
+		if requeued {
+			stalled = false
 		}
+	}
+	return failures, contested, stalled
+}
+
+// appliedEvent sends the Applied event of a new generation that wrote,
+// naming the objects it created; repairs of one already judged have
+// their own events (DriftRepaired, Created).
+func (r *Reconciler) appliedEvent(p *pass) {
+	if p.created+p.configured == 0 || p.judged {
+		return
+	}
+	st := &p.mw.Status
+	created := ""
+	if len(p.createdNames) > 0 {
+		created = " (" + strings.Join(p.createdNames, ", ") + ")"
+	}
+	r.event(p.mw, nil, corev1.EventTypeNormal, ReasonApplied, "applied %d objects (%s): %d created%s, %d configured", st.Applied, st.Mode, p.created, created, p.configured)
+}
+
+// reportReady sets Ready once every object is applied: Applied when the
+// objects' health does not decide it (all healthy, or spec.wait false);
+// otherwise reportHealth set it, the timeout is looked at again, and a
+// change of Ready's reason from before (to another than Progressing) is a
+// warning event.
+func (r *Reconciler) reportReady(p *pass, before string) {
+	st, gen := &p.mw.Status, p.mw.Generation
+	set, left := reportHealth(p.mw, time.Now())
+	if !set {
+		msg := fmt.Sprintf("%d objects applied (%s)", st.Applied, st.Mode)
+		if waits(p.mw) {
+			msg = fmt.Sprintf("%d objects applied (%s) and healthy", st.Applied, st.Mode)
+		}
+		conditions.SetReady(&st.Conditions, gen, ReasonApplied, msg)
+		return
+	}
+	if left > 0 {
+		p.after(left) // look again at the timeout
+	}
+	if c := meta.FindStatusCondition(st.Conditions, conditions.Ready); c != nil && c.Reason != before && c.Reason != ReasonProgressing {
+		r.event(p.mw, nil, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
 	}
 }

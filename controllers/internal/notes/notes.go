@@ -6,7 +6,7 @@ Licensed under the Apache License, Version 2.0.
 
 // Package notes makes the text fieldops reports to users fit where it goes:
 // event notes and condition messages are cleaned of Go internals and values
-// (ownershipcore.SanitizeText) and bounded to what the apiserver accepts,
+// (redact.Text) and bounded to what the apiserver accepts,
 // so that a long failure (300 conflicting fields) is still reported instead
 // of being rejected.
 package notes
@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 const (
@@ -35,18 +35,18 @@ const (
 const Marker = " … (truncated)"
 
 // Event formats an event note (fmt.Sprintf(format, args...)), cleans it
-// with ownershipcore.SanitizeText and bounds it to MaxEventNote bytes.
+// with redact.Text and bounds it to MaxEventNote bytes.
 // Use it as the note of every event fieldops records:
 //
 //	recorder.Eventf(obj, nil, typ, reason, action, "%s", notes.Event(format, args...))
 func Event(format string, args ...interface{}) string {
-	return Truncate(ownershipcore.SanitizeText(fmt.Sprintf(format, args...)), MaxEventNote)
+	return Truncate(redact.Text(fmt.Sprintf(format, args...)), MaxEventNote)
 }
 
-// Condition cleans a condition message with ownershipcore.SanitizeText and
+// Condition cleans a condition message with redact.Text and
 // bounds it to MaxConditionMessage bytes.
 func Condition(msg string) string {
-	return Truncate(ownershipcore.SanitizeText(msg), MaxConditionMessage)
+	return Truncate(redact.Text(msg), MaxConditionMessage)
 }
 
 // Truncate returns s when it has at most max bytes, else its longest
