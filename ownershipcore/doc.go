@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package ownershipcore is the only part of fieldops that reads or writes
 // metadata.managedFields, talks Server-Side Apply or imports
 // structured-merge-diff: decoding managed fields into field sets, field

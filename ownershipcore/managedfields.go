@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package ownershipcore
 
 import (
@@ -72,10 +78,10 @@ func decodeEntries(entries []metav1.ManagedFieldsEntry) (ManagedFields, error) {
 // into a field set; nil is the empty set.
 func DecodeFields(f *metav1.FieldsV1) (*fieldpath.Set, error) {
 	set := fieldpath.NewSet()
-	if f == nil || len(f.Raw) == 0 {
+	if f == nil || len(f.GetRawBytes()) == 0 {
 		return set, nil
 	}
-	if err := set.FromJSON(bytes.NewReader(f.Raw)); err != nil {
+	if err := set.FromJSON(bytes.NewReader(f.GetRawBytes())); err != nil {
 		return nil, fmt.Errorf("decode FieldsV1: %w", err)
 	}
 	return set, nil
@@ -87,7 +93,9 @@ func EncodeFields(s *fieldpath.Set) (*metav1.FieldsV1, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode FieldsV1: %w", err)
 	}
-	return &metav1.FieldsV1{Raw: raw}, nil
+	out := &metav1.FieldsV1{}
+	out.SetRawBytes(raw)
+	return out, nil
 }
 
 // Encode turns the entries back into metadata.managedFields; empty entries

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package ownershipcore
 
 import (
@@ -85,7 +91,7 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 		// nothing stands in for those set aside (and is dropped from the
 		// result, as every empty entry is).
 		obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "fieldops-other-versions", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: version, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}})
+			APIVersion: version, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1("{}")}})
 	}
 	res, err := op(obj, relabel)
 	if err != nil {

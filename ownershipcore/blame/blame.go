@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package blame is the kubectl-blame view of an object: its YAML, line by
 // line, with the managed fields entries that own what each line shows. A
 // view for people, kept outside the ownership core, which it reads only

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 package blame
 
 import (
@@ -38,7 +44,7 @@ spec:
 		t.Fatal(err)
 	}
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) ownershipcore.Entry {
-		set, err := ownershipcore.DecodeFields(&metav1.FieldsV1{Raw: []byte(fields)})
+		set, err := ownershipcore.DecodeFields(metav1.NewFieldsV1(fields))
 		if err != nil {
 			t.Fatal(err)
 		}

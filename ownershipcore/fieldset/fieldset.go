@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package fieldset names the field set and field path of Server-Side Apply
 // (structured-merge-diff's fieldpath.Set and fieldpath.Path, the types of
 // metadata.managedFields' FieldsV1) for the code around the ownership core:

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package modelfuzz explores random sequences of Server-Side Apply
 // operations over the ownership core's model alone (ownershipcore.Model),
 // with no apiserver: other managers apply and update, fieldops's field

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package optable_test tests the ownership core's pure functions as
 // tables of Server-Side Apply operations, in structured-merge-diff's
 // merge-test style, without an apiserver: each case runs Apply and Update

@@ -1,3 +1,9 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
 // Package strategy names what plugins and built-ins implement for the
 // ownership core: a ConflictStrategy decides each SSA conflict (force,
 // yield, fail), an IgnorablePaths names fields to leave alone. It is a
