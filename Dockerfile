@@ -13,7 +13,6 @@ COPY controllers/ controllers/
 COPY feature/ feature/
 COPY internal/conflicts/ internal/conflicts/
 COPY internal/inputlimits/ internal/inputlimits/
-COPY internal/managercmd/ internal/managercmd/
 COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/
 COPY internal/scheme/ internal/scheme/

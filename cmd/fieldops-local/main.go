@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/fieldops/fieldops/cmd/manager/app"
 	"github.com/fieldops/fieldops/internal/localcp"
-	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/internal/served"
 )
 
@@ -50,12 +50,12 @@ func main() {
 //nolint:gocyclo // flag defaults, then the start sequence the user watches, in order; each step is a few lines.
 func run() error {
 	var (
-		f        managercmd.Flags
+		f        app.Flags
 		localDir string
 	)
 	fs := f.NewFlagSet("fieldops-local", false)
 	fs.StringVar(&localDir, "local-dir", "bin/local", "Where the kubeconfig is written.")
-	if help, err := managercmd.Parse(fs, os.Args[1:]); help || err != nil {
+	if help, err := app.Parse(fs, os.Args[1:]); help || err != nil {
 		return err
 	}
 	// Metrics (plain HTTP: no TokenReview to pass) and probes on free

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/fieldops/fieldops/internal/managercmd"
+	"github.com/fieldops/fieldops/cmd/manager/app"
 )
 
 func main() {
@@ -30,9 +30,9 @@ func main() {
 }
 
 func run() error {
-	var f managercmd.Flags
+	var f app.Flags
 	fs := f.NewFlagSet("manager", true)
-	if help, err := managercmd.Parse(fs, os.Args[1:]); help || err != nil {
+	if help, err := app.Parse(fs, os.Args[1:]); help || err != nil {
 		return err
 	}
 	return f.Run(ctrl.SetupSignalHandler(), func() (*rest.Config, error) { return ctrl.GetConfig() })

@@ -43,9 +43,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/cmd/manager/app"
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/localcp"
-	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -90,7 +90,7 @@ func run() error {
 	}
 	// The manager's flag defaults: namespaced objects act as accounts of
 	// their namespace.
-	if err := controllers.SetupWith(mgr, controllers.Options{DefaultServiceAccount: managercmd.DefaultServiceAccount, NoCrossNamespaceRefs: true}); err != nil {
+	if err := controllers.SetupWith(mgr, controllers.Options{DefaultServiceAccount: app.DefaultServiceAccount, NoCrossNamespaceRefs: true}); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()

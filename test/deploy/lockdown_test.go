@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/cmd/manager/app"
 	"github.com/fieldops/fieldops/controllers"
-	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -79,7 +79,7 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 // carries both lockdown flags once, besides its own and the plugins'.
 func TestLockdownComponent(t *testing.T) {
 	// config/default leaves the tenancy flags to their defaults, which
-	// are lockdown's (managercmd: TestTenancyFlags); the component spells
+	// are lockdown's (cmd/manager/app: TestTenancyFlags); the component spells
 	// them out.
 	base := managerArgs(t, render(t, "config/default"))
 	for _, f := range []string{flagDefaultAccount, flagNoCrossNS} {
@@ -109,7 +109,7 @@ func TestLockdownComponent(t *testing.T) {
 		})
 	}
 	// config/default's policy defaults to the manager flag's default.
-	checkPolicyAccount(t, render(t, "config/default"), managercmd.DefaultServiceAccount)
+	checkPolicyAccount(t, render(t, "config/default"), app.DefaultServiceAccount)
 }
 
 // checkPolicyAccount checks that the admission policy of objs judges

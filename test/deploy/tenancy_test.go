@@ -23,22 +23,22 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/cmd/manager/app"
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/controllers/podset"
 	"github.com/fieldops/fieldops/internal/inputlimits"
-	"github.com/fieldops/fieldops/internal/managercmd"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // defaultOptions are the controllers' options of the manager a rendered
 // Deployment runs: its args parsed and checked by the manager's own
-// command line (internal/managercmd), so that the binary's flag defaults
+// command line (cmd/manager/app), so that the binary's flag defaults
 // are what is tested, and its namespace.
 func defaultOptions(t *testing.T, objs []*unstructured.Unstructured) (controllers.Options, string) {
 	t.Helper()
 	dep := find(objs, "Deployment", "fieldops-controller-manager")
-	var f managercmd.Flags
-	if _, err := managercmd.Parse(f.NewFlagSet("manager", false), managerArgs(t, objs)); err != nil {
+	var f app.Flags
+	if _, err := app.Parse(f.NewFlagSet("manager", false), managerArgs(t, objs)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Check(); err != nil {
@@ -97,8 +97,8 @@ func TestDefaultInstallTenancy(t *testing.T) {
 	install(t, objs)
 	installRBAC(t, objs)
 	opts, managerSA := defaultOptions(t, objs)
-	if opts.DefaultServiceAccount != managercmd.DefaultServiceAccount || len(opts.ManagerRightsNamespaces) != 0 || !opts.NoCrossNamespaceRefs {
-		t.Fatalf("config/default's manager runs with %+v, want every namespaced object acting as %s", opts, managercmd.DefaultServiceAccount)
+	if opts.DefaultServiceAccount != app.DefaultServiceAccount || len(opts.ManagerRightsNamespaces) != 0 || !opts.NoCrossNamespaceRefs {
+		t.Fatalf("config/default's manager runs with %+v, want every namespaced object acting as %s", opts, app.DefaultServiceAccount)
 	}
 	startManager(t, serviceAccountConfig(t, opts.OwnNamespace, managerSA), opts)
 

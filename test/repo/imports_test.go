@@ -91,3 +91,33 @@ func TestSharedTargetRulesLinkNoController(t *testing.T) {
 		}
 	}
 }
+
+// STYLE.md rule 10: command code lives under cmd/ (Kubernetes:
+// cmd/<binary>/app) and internal/ holds what several binaries share, so no
+// package under internal/ imports the layers above it: neither fieldops's
+// controllers nor any command. Only production imports are checked; a
+// test under internal/ may start a controller to exercise what it shares.
+func TestInternalImportsNoControllerOrCommand(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./internal/...")
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const module = "github.com/fieldops/fieldops/"
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		seen++
+		for _, imp := range fields[1:] {
+			for _, layer := range []string{"controllers", "cmd"} {
+				if imp == module+layer || strings.HasPrefix(imp, module+layer+"/") {
+					t.Errorf("%s imports %s: internal/ holds what the binaries share and imports no controller or command (STYLE.md)", fields[0], imp)
+				}
+			}
+		}
+	}
+	if seen < 5 {
+		t.Fatalf("go list listed only %d packages under internal/:\n%s", seen, out)
+	}
+}

@@ -4,12 +4,12 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
-// Package managercmd is the fieldops manager's command line: its flags and
+// Package app is the fieldops manager's command line: its flags and
 // the manager they configure. cmd/manager runs it against a cluster;
 // cmd/fieldops-local runs it against the embedded local control plane. It
 // imports neither the control plane nor envtest, so the production binary
 // links neither.
-package managercmd
+package app
 
 import (
 	"context"
