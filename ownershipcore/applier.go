@@ -171,12 +171,16 @@ func (a *Applier) freshReader() client.Reader {
 // three steps over the model (Model), each a pure function of the object
 // as read:
 //
-//  1. Drop: what the intent no longer holds of manager's Apply entry goes
-//     first, in one guarded write (Commit), so the apply itself removes
-//     nothing another manager holds (SSA removes a dropped list item or
-//     map with every field in it: kubernetes-sigs/structured-merge-diff
-//     issue 335; and leaves an emptied map null, which a custom resource's
-//     schema refuses: kubernetes/kubernetes issue 103011).
+//  1. Drop: of what the intent no longer holds of manager's Apply entry,
+//     the fields another manager owns too and the list items and maps that
+//     hold another manager's field leave manager's entry first, ownership
+//     only, in one guarded write (Commit), so the apply removes nothing
+//     another manager holds (SSA removes a dropped list item or map with
+//     every field in it: kubernetes-sigs/structured-merge-diff issue 335).
+//     Only when the apply would leave a map null (kubernetes/kubernetes
+//     issue 103011: a custom resource's schema refuses it) do the values
+//     go in that write too; otherwise the apply removes them, with the new
+//     values, in one request.
 //  2. Decide: the apply is run locally with the apiserver's own field
 //     manager; conflicts go to opts.Conflicts (yielded fields leave the
 //     intent, forced ones are taken); an apply that changes nothing is not
@@ -253,7 +257,11 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		}
 		return res, nil
 	}
-	return a.send(ctx, &res, intent, s.Object, force, opts)
+	res, err = a.send(ctx, &res, intent, s.Object, force, opts)
+	if err == nil && dropped && res.Action == ActionUnchanged {
+		res.Action = ActionConfigured // the drop wrote
+	}
+	return res, err
 }
 
 // dropFirst prepares s for the apply of intent (see Apply) and returns the

@@ -191,12 +191,13 @@ func (l *Ledger) Taken() *fieldpath.Set {
 
 // Departed returns the recorded fields whose every previous owner is the
 // field manager of a fieldops object (ParseManager) other than manager
-// that holds no entry on the object any more. Such a manager leaves an object
-// only by relinquishing it (its object was deleted): a fieldops object that
-// still exists applies its intent again and takes back what it may. Handing
-// a field back to it would make an entry nobody will ever relinquish; the
-// field stays in place without that owner instead (Release), with whoever
-// shares it now, for a live fieldops object to take again.
+// that holds no entry on the object any more. Such a manager has
+// relinquished the object (its fieldops object was deleted), or lost all
+// its fields to other managers (forced from it, or yielded). Handing a
+// field back would make, in the first case, an entry nobody will ever
+// relinquish; so the field stays in place without that owner (Release),
+// with whoever shares it now. A fieldops object that still exists applies
+// its intent again and takes back what it may.
 func (l *Ledger) Departed(owners ManagedFields, manager string) *fieldpath.Set {
 	departed, alive := fieldpath.NewSet(), fieldpath.NewSet()
 	for _, e := range l.Entries {
