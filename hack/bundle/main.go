@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/fieldops/fieldops/internal/bundle"
@@ -64,20 +63,8 @@ func run() error {
 			return err
 		}
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		path := filepath.Join(dest, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, files[name], 0o644); err != nil {
-			return err
-		}
-		fmt.Println("wrote", name)
+	if err := bundle.WriteFiles(dest, files, func(name string) { fmt.Println("wrote", name) }); err != nil {
+		return err
 	}
 	if errs := bundle.Validate(filepath.Join(dest, bundle.BundleDir), filepath.Join(dest, bundle.Dockerfile)); len(errs) > 0 {
 		for _, e := range errs {

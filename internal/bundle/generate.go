@@ -350,3 +350,27 @@ func fromUnstructured(obj *unstructured.Unstructured, into interface{}) error {
 	}
 	return nil
 }
+
+// WriteFiles writes files (paths relative to root, contents) under root,
+// in the order of their paths, creating directories as needed; wrote, when
+// not nil, is called with each path written.
+func WriteFiles(root string, files map[string][]byte, wrote func(name string)) error {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, files[name], 0o644); err != nil {
+			return err
+		}
+		if wrote != nil {
+			wrote(name)
+		}
+	}
+	return nil
+}

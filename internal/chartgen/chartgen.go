@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -202,21 +201,7 @@ func Write(root string, files map[string][]byte) error {
 			return err
 		}
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		path := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return bundle.WriteFiles(root, files, nil)
 }
 
 func header(source string) string {
