@@ -277,18 +277,11 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 // itself.
 func (a *Applier) dropFirst(ctx context.Context, s State, intent *unstructured.Unstructured, manager string) (State, bool, error) {
 	m := a.Model()
-	dropped, _, err := m.Drop(s, intent, manager)
-	if err != nil || Diff(s, dropped) == "" {
+	next, op, err := m.BeforeApply(s, intent, manager)
+	if err != nil || Diff(s, next) == "" {
 		return s, false, ignoreUnpredictable(err)
 	}
-	next := m.releaseHolders(s, dropped, manager)
-	if applied, err := m.Apply(next, intent, manager, true); err == nil && newNull(s, applied) {
-		next = dropped
-	}
-	if Diff(s, next) == "" {
-		return s, false, nil
-	}
-	if err := m.Check(s, next, Op{Kind: OpDrop, Manager: manager, Fields: s.ours(manager).Difference(next.ours(manager))}); err != nil {
+	if err := m.Check(s, next, op); err != nil {
 		return s, false, err
 	}
 	got, err := a.Commit(ctx, s, next, manager)
@@ -297,28 +290,6 @@ func (a *Applier) dropFirst(ctx context.Context, s State, intent *unstructured.U
 	}
 	got.Object.SetAPIVersion(intent.GetAPIVersion())
 	return got, true, nil
-}
-
-// releaseHolders is s with manager's Apply entry without the fields that
-// dropped lets go of and another manager owns too, nor the list items and
-// maps among them that hold another manager's field (holders): ownership
-// only, no value changes. The apply prunes what is left of them, the
-// fields manager owns alone.
-func (m Model) releaseHolders(s, dropped State, manager string) State {
-	others := fieldpath.NewSet()
-	for _, e := range s.Owners {
-		if e.Manager != manager {
-			others = others.Union(e.Fields)
-		}
-	}
-	leaving := s.ours(manager).Difference(dropped.ours(manager))
-	next, _ := Release(s, manager, leaving.Intersection(others).Union(holders(others, leaving)))
-	return next
-}
-
-// newNull reports whether after holds a null where before held a value.
-func newNull(before, after State) bool {
-	return hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object))
 }
 
 // ignoreUnpredictable is err, or nil when it is ErrUnpredictable: the

@@ -19,9 +19,9 @@ import (
 )
 
 // ErrStale is returned (wrapped) by Commit, and by a forced apply's
-// request, when the object moved on from
-// the state the write was computed from (its resourceVersion changed) or
-// was deleted or replaced (its UID): nothing was written. The operations
+// request, when the object moved on from the state the write was computed
+// from (its resourceVersion changed) or was deleted or replaced (its UID):
+// nothing was written. The operations
 // are idempotent: read the object again and compute anew.
 var ErrStale = errors.New("the object changed since it was read")
 

@@ -432,3 +432,45 @@ func isEmpty(v interface{}) bool {
 	}
 	return false
 }
+
+// BeforeApply is the state that manager's apply of intent must start from
+// (see Apply's step 1), and the Drop it is: of what intent drops from
+// manager's Apply entry (Drop), the fields another manager owns too and
+// the list items and maps that hold another manager's field leave the
+// entry, ownership only; the whole Drop, values included, only when the
+// apply would otherwise leave a map or list null. It is s when nothing
+// needs to go first, and ErrUnpredictable (wrapped) when the drop cannot
+// be computed.
+func (m Model) BeforeApply(s State, intent *unstructured.Unstructured, manager string) (State, Op, error) {
+	dropped, _, err := m.Drop(s, intent, manager)
+	if err != nil || Diff(s, dropped) == "" {
+		return s, Op{}, err
+	}
+	next := m.releaseHolders(s, dropped, manager)
+	if applied, err := m.Apply(next, intent, manager, true); err == nil && newNull(s, applied) {
+		next = dropped
+	}
+	return next, Op{Kind: OpDrop, Manager: manager, Fields: s.ours(manager).Difference(next.ours(manager))}, nil
+}
+
+// releaseHolders is s with manager's Apply entry without the fields that
+// dropped lets go of and another manager owns too, nor the list items and
+// maps among them that hold another manager's field (holders): ownership
+// only, no value changes. The apply prunes what is left of them, the
+// fields manager owns alone.
+func (m Model) releaseHolders(s, dropped State, manager string) State {
+	others := fieldpath.NewSet()
+	for _, e := range s.Owners {
+		if e.Manager != manager {
+			others = others.Union(e.Fields)
+		}
+	}
+	leaving := s.ours(manager).Difference(dropped.ours(manager))
+	next, _ := Release(s, manager, leaving.Intersection(others).Union(holders(others, leaving)))
+	return next
+}
+
+// newNull reports whether after holds a null where before held a value.
+func newNull(before, after State) bool {
+	return hasNull(WithoutManagedFields(after.Object.Object)) && !hasNull(WithoutManagedFields(before.Object.Object))
+}

@@ -260,8 +260,9 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 		// The fields this apply took without force (unowned, or shared
 		// with the same value) are recorded now, with their owners as
 		// read before it: nobody was displaced, so a crash before this
-		// status write loses nothing (no write before the apply): the next reconcile records them the same way, as
-		// fields the patch holds with no record. Forced ones were
+		// status write loses nothing (no write before the apply): the
+		// next reconcile records them the same way, as fields the patch
+		// holds with no record. Forced ones were
 		// recorded before the apply.
 		if ours := after.Applied(p.manager); ours != nil {
 			take := ours.Fields.Intersection(p.intentSet).Difference(p.ledger.Recorded)

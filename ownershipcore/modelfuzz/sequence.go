@@ -295,14 +295,12 @@ func (r *Runner) apply(w *world, s Step) error {
 		}
 		ledger.Forget(dropped)
 	}
-	if ours := w.state.Owners.Applied(manager); ours != nil {
-		dropped, _, err := m.Drop(w.state, intent, manager)
-		if err != nil {
-			return err
-		}
-		if err := r.commit(w, dropped, ownershipcore.Op{Kind: ownershipcore.OpDrop, Manager: manager, Fields: ours.Fields.Difference(set)}, false); err != nil {
-			return err
-		}
+	// What the apply must not do itself goes first (Model.BeforeApply,
+	// as Applier.Apply does).
+	if next, op, err := m.BeforeApply(w.state, intent, manager); err != nil {
+		return err
+	} else if err := r.commit(w, next, op, false); err != nil {
+		return err
 	}
 	// The previous owners are recorded before the write (a forced apply
 	// and one without conflicts record the same).
