@@ -201,7 +201,7 @@ func (l *Ledger) Taken() *fieldpath.Set {
 func (l *Ledger) Departed(owners ManagedFields, manager string) *fieldpath.Set {
 	departed, alive := fieldpath.NewSet(), fieldpath.NewSet()
 	for _, e := range l.Entries {
-		if _, fieldops := ParseManager(e.Manager); fieldops && e.Manager != manager && !hasManagerEntry(owners, e.Manager) {
+		if _, fieldops := ParseManager(e.Manager); fieldops && e.Manager != manager && ownedByManager(owners, e.Manager).Empty() {
 			departed = departed.Union(e.Fields)
 		} else {
 			alive = alive.Union(e.Fields)
@@ -209,16 +209,6 @@ func (l *Ledger) Departed(owners ManagedFields, manager string) *fieldpath.Set {
 	}
 	// A field another previous owner owned too goes back to that one.
 	return departed.Difference(alive)
-}
-
-// hasManagerEntry reports whether name has any entry in owners.
-func hasManagerEntry(owners ManagedFields, name string) bool {
-	for _, e := range owners {
-		if e.Manager == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Previous returns the entries as managed fields, restricted to fields
