@@ -438,7 +438,8 @@ func isEmpty(v interface{}) bool {
 // manager's Apply entry (Drop), the fields another manager owns too and
 // the list items and maps that hold another manager's field leave the
 // entry, ownership only; the whole Drop, values included, only when the
-// apply would otherwise leave a map or list null. It is s when nothing
+// apply would otherwise leave a map or list null or lose another manager's
+// field. It is s when nothing
 // needs to go first, and ErrUnpredictable (wrapped) when the drop cannot
 // be computed.
 func (m Model) BeforeApply(s State, intent *unstructured.Unstructured, manager string) (State, Op, error) {
@@ -447,7 +448,13 @@ func (m Model) BeforeApply(s State, intent *unstructured.Unstructured, manager s
 		return s, Op{}, err
 	}
 	next := m.releaseHolders(s, dropped, manager)
-	if applied, err := m.Apply(next, intent, manager, true); err == nil && newNull(s, applied) {
+	// The apply then prunes the rest itself; its result is predicted, and
+	// when it would leave a map null or take another manager's field with
+	// what it prunes (structured-merge-diff can remove a map emptied of
+	// the applier's keys with another manager's key in it), the whole drop
+	// goes first instead.
+	if applied, err := m.Apply(next, intent, manager, true); err == nil &&
+		(newNull(s, applied) || m.Check(next, applied, Op{Kind: OpApply, Manager: manager}) != nil) {
 		next = dropped
 	}
 	return next, Op{Kind: OpDrop, Manager: manager, Fields: s.ours(manager).Difference(next.ours(manager))}, nil
