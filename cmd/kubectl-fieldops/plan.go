@@ -409,10 +409,11 @@ func (p *planner) admit(ctx context.Context, obj, existing client.Object) (bool,
 	return false, p.c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
 }
 
-// planPatch plans a FieldPatch or ClusterFieldPatch as reconcileNormal
-// applies it: target → intent (patchintent.Intent) → record of previous
-// owners (Follow, Record) → fields that leave the patch (Dropped) → apply
-// with the patch's conflict strategy, dryRun=All → Observe.
+// planPatch plans a FieldPatch or ClusterFieldPatch with the controller's
+// own decision (patchintent.Decide): target → intent and record of
+// previous owners → fields that leave the patch (Decision.GiveBack) →
+// apply with the patch's conflict strategy, dryRun=All → the record
+// (RecordForced, Decision.Applied).
 //
 //nolint:gocyclo // one case per outcome of a planned apply (conflict strategy, yield, force, ignore), as the controller decides them.
 func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
@@ -478,29 +479,15 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	if err != nil {
 		return invalid(fmt.Errorf("ignorePaths: %w", err))
 	}
-	intent, intentSet, err := patchintent.Intent(p.applier, spec, st, live, manager, ignore)
+	d, err := patchintent.Decide(p.applier, patchintent.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore})
 	if err != nil {
 		return invalid(err)
 	}
-	owners, err := ownershipcore.Owners(live)
-	if err != nil {
-		return Plan{}, err
-	}
-	present, err := p.applier.FieldSet(live)
-	if err != nil {
-		return Plan{}, err
-	}
-	ledger, err := patchintent.ReadLedger(st, string(live.GetUID()))
-	if err != nil {
-		return Plan{}, err
-	}
-	ledger.Follow(owners, present, manager)
-	ours := owners.Applied(manager)
-	dropped := patchintent.Dropped(ours, intentSet, ledger, spec.DeletionPolicy)
-	droppedTo := ledger.Previous(dropped)
-	ledger.Forget(dropped)
+	owners, ours := d.Owners, d.Owners.Applied(manager)
+	give, dropped := d.GiveBack()
+	d.GaveBack(dropped)
 
-	res, err := p.applier.Apply(ctx, intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true})
+	res, err := p.applier.Apply(ctx, d.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true})
 	var conflictErr *ownershipcore.ConflictError
 	switch {
 	case errors.As(err, &conflictErr):
@@ -517,22 +504,14 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		if after, err = ownershipcore.Owners(res.Object); err != nil {
 			return Plan{}, err
 		}
-		// As the controller records: the fields the apply forces, before
-		// it (recordTakes), then the others it takes (phaseApplied);
-		// fields it yields or fails on are not recorded.
-		forced := fieldset.NewSet()
-		for _, c := range res.Forced {
-			forced.Insert(c.Path)
-		}
-		ledger.Record(owners, forced, manager)
-		ledger.Unshare(forced)
-		if e := after.Applied(manager); e != nil {
-			ledger.Record(owners, e.Fields.Intersection(intentSet), manager)
-		}
-		ledger.Observe(after)
+		// The controller's record: the fields the apply forces, before it,
+		// then the others it takes; fields it yields or fails on are not
+		// recorded.
+		patchintent.RecordForced(d.Ledger, owners, patchintent.ForcedFields(res.Forced), manager)
+		d.Applied(after)
 	}
 	record := &v1alpha1.FieldPatchStatus{}
-	if err := patchintent.WriteLedger(record, ledger, string(live.GetUID())); err != nil {
+	if err := patchintent.WriteLedger(record, d.Ledger, string(live.GetUID())); err != nil {
 		return Plan{}, err
 	}
 	for _, e := range record.PreviousOwners {
@@ -545,8 +524,8 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 	}
 	pp.Fields = patchFields(fieldRows{
 		manager: manager, policy: deletionPolicy(spec.DeletionPolicy), rules: spec.ConflictRules, conflictPolicy: policy,
-		intent: intentSet, before: owners, after: after, oursBefore: ours, oursAfter: oursAfter,
-		ledger: ledger, dropped: droppedTo, res: res,
+		intent: d.IntentSet, before: owners, after: after, oursBefore: ours, oursAfter: oursAfter,
+		ledger: d.Ledger, dropped: give, res: res,
 	})
 	return plan, nil
 }
@@ -609,7 +588,7 @@ type fieldRows struct {
 	oursBefore     *ownershipcore.Entry
 	oursAfter      *fieldset.Set
 	ledger         *ownershipcore.Ledger
-	dropped        ownershipcore.ManagedFields
+	dropped        ownershipcore.LetGo
 	res            ownershipcore.Result
 }
 
@@ -637,13 +616,19 @@ func patchFields(in fieldRows) []FieldPlan {
 			paths = append(paths, p)
 		}
 	}
+	// Fields that left the patch: handed back to an owner, or released.
 	givenBack := map[string]string{}
-	for _, e := range in.dropped {
+	for _, e := range in.dropped.Previous {
 		for _, p := range patchintent.Leaves(e.Fields) {
-			givenBack[p] = describeEntry(e.ManagerKey)
-			if !slices.Contains(paths, p) {
-				paths = append(paths, p)
-			}
+			givenBack[p] = "give back to " + describeEntry(e.ManagerKey)
+		}
+	}
+	for _, p := range patchintent.Leaves(in.dropped.Release) {
+		givenBack[p] = "give back (leave without an owner)"
+	}
+	for p := range givenBack {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
 	}
 	slices.Sort(paths)
@@ -664,9 +649,9 @@ func patchFields(in fieldRows) []FieldPlan {
 		row := FieldPlan{Path: p, Owners: ownersOf(in.before, p)}
 		c, conflicted := conflictsAt[p]
 		switch {
-		case givenBack[p] != "" && in.policy == v1alpha1.DeletionPolicyHandBack:
-			row.Plan = "give back to " + givenBack[p]
-		case givenBack[p] != "" || (in.policy == v1alpha1.DeletionPolicyOrphan && in.oursBefore != nil && has(in.oursBefore.Fields, p) && !has(in.intent, p)):
+		case givenBack[p] != "":
+			row.Plan = givenBack[p]
+		case (in.policy == v1alpha1.DeletionPolicyOrphan && in.oursBefore != nil && has(in.oursBefore.Fields, p) && !has(in.intent, p)):
 			row.Plan = "give back (leave without an owner)"
 		case conflicted:
 			row.Plan = c.plan

@@ -43,11 +43,10 @@ import (
 // Nothing is written when the stored record already has every forced
 // field and shares none of them.
 func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) error {
-	fields := fieldset.NewSet()
-	owners, present := p.owners, p.present
+	fields := patchintent.ForcedFields(forced)
+	owners, present := p.d.Owners, p.d.Present
 	stale := false
 	for _, c := range forced {
-		fields.Insert(c.Path)
 		if !ownedBy(owners, c.Manager, c.Path) {
 			stale = true
 		}
@@ -70,11 +69,9 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 	}
 	// The reconcile's own ledger (with what it did since it read the
 	// status) takes the same record.
-	p.ledger.Record(owners, fields, p.manager)
-	p.ledger.Unshare(fields)
+	patchintent.RecordForced(p.d.Ledger, owners, fields, p.manager)
 	_, err := r.saveRecord(ctx, p, owners, present, func(l *ownershipcore.Ledger) bool {
-		recorded := l.Record(owners, fields, p.manager)
-		return l.Unshare(fields) || recorded
+		return patchintent.RecordForced(l, owners, fields, p.manager)
 	})
 	return err
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // pass is the state the phases of one reconcile of one patch share, in
@@ -41,20 +40,15 @@ type pass struct {
 	ref, live *unstructured.Unstructured
 	applier   *ownershipcore.Applier
 	account   tenant.Account
-	// intent: what the patch applies, and its field set.
-	intent    *unstructured.Unstructured
-	intentSet *fieldset.Set
+	// d is the decision: the intent, the target's owners as read and the
+	// record of previous owners (patchintent.Decide).
+	d *patchintent.Decision
 	// ignoreFailure is this reconcile's failure of an ignorable-paths
 	// plugin (PluginFailure: pluginCondition, strategy).
 	ignoreFailure string
-	// record: the target's managed fields as read, the ledger of previous
-	// owners, the fields it recorded before this reconcile, and what the
-	// apply starts from.
-	owners         ownershipcore.ManagedFields
-	present        *fieldset.Set
-	ledger         *ownershipcore.Ledger
-	recordedBefore *fieldset.Set
-	current        *unstructured.Unstructured
+	// current is what the apply starts from: the target as read, or as the
+	// give-back of dropped fields left it.
+	current *unstructured.Unstructured
 	// drift: the contest over this target, the manager that drifted our
 	// fields and whether they drifted.
 	key     string
@@ -107,15 +101,17 @@ func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, e
 	return skeleton.Next(), nil
 }
 
-// phaseIntent builds the apply intent and its field set.
+// phaseIntent decides the reconcile (patchintent.Decide): the intent and
+// its field set, and the record of previous owners followed to the
+// target as read.
 func (r *Reconciler) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error) {
 	var err error
-	p.intent, p.intentSet, p.ignoreFailure, err = r.intent(ctx, p.obj, p.live, p.manager)
+	p.d, p.ignoreFailure, err = r.decide(ctx, p.obj, p.live, p.manager)
 	if err != nil && p.obj.PatchSpec().Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, p.obj) {
 		// A JSON patch's test ops are judged with the record of the fields
 		// the patch took; a cached FieldPatch may lag behind our own last
 		// status write, so judge again with the apiserver's.
-		p.intent, p.intentSet, p.ignoreFailure, err = r.intent(ctx, p.obj, p.live, p.manager)
+		p.d, p.ignoreFailure, err = r.decide(ctx, p.obj, p.live, p.manager)
 	}
 	pluginCondition(p.obj, p.ignoreFailure)
 	if err != nil {
@@ -124,43 +120,25 @@ func (r *Reconciler) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, e
 	return skeleton.Next(), nil
 }
 
-// phaseRecord follows the record of previous owners (extended when the
-// apply takes fields: recordTakes, phaseApplied) and gives back the
-// fields that left the patch.
+// phaseRecord saves the record first when the apply would destroy what
+// it follows from, and gives back the fields that left the patch.
+// Previous owners are recorded when the patch takes fields, not before: a
+// field it yields or fails on is not its own, and its owners then are
+// none of its business (recordTakes, phaseApplied).
 func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, error) {
-	owners, present, err := r.observeTarget(p.live)
-	if err != nil {
-		return r.fail(p.obj, err)
-	}
-	p.owners = owners
-	ledger, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
-	if err != nil {
-		return r.fail(p.obj, err)
-	}
-	p.recordedBefore = ledger.Recorded.Copy()
-	forgotten := ledger.Follow(owners, present, p.manager)
-	// Previous owners are recorded when the patch takes fields, not
-	// before: a field it yields or fails on is not its own, and its
-	// owners then are none of its business (recordTakes, phaseApplied).
-	p.ledger, p.present = ledger, present
-	if !forgotten.Intersection(p.intentSet).Empty() {
-		// An owner removed or let go of a field the apply is about to
-		// write again: what shows it (the field gone, the owner's entry
-		// without it) goes with that write, so the record that forgets
-		// the owner is saved first (as when it was made before the apply).
+	if p.d.SaveFirst() {
 		// The reconcile goes on from the record as saved: it follows from
 		// the FieldPatch read fresh, and a cached copy behind it (a lost
 		// answer to our own write) may show an owner sharing a field it
 		// has since lost to us, which is no letting go.
-		saved, err := r.saveRecord(ctx, p, owners, present, nil)
+		saved, err := r.saveRecord(ctx, p, p.d.Owners, p.d.Present, nil)
 		if err != nil {
 			return r.fail(p.obj, err)
 		}
-		p.ledger = saved
+		p.d.Ledger = saved
 	}
-	// What the apply starts from: the target as read, or as the hand-back
-	// of dropped fields left it.
-	p.current, err = r.giveBackDropped(ctx, p.applier, p.obj, p.ref, p.live, owners, p.ledger, p.intentSet, p.manager)
+	var err error
+	p.current, err = r.giveBackDropped(ctx, p)
 	if err != nil {
 		return r.fail(p.obj, tenant.Explain(p.account, err))
 	}
@@ -181,11 +159,11 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 		return skeleton.Next(), nil
 	}
 	var err error
-	if p.drifter, p.drifted, err = r.drifter(p.live, p.owners, p.intent, p.intentSet.Intersection(p.recordedBefore), p.manager, yieldsTo(spec)); err != nil {
+	if p.drifter, p.drifted, err = r.drifter(p.live, p.d.Owners, p.d.Intent, p.d.IntentSet.Intersection(p.d.RecordedBefore), p.manager, yieldsTo(spec)); err != nil {
 		return r.fail(p.obj, err)
 	}
 	if rival, ok := ownershipcore.ParseManager(p.drifter); ok {
-		return r.contestedByFieldops(p.obj, p.ledger, p.live, p.drifter, rival)
+		return r.contestedByFieldops(p.obj, p.d.Ledger, p.live, p.drifter, rival)
 	}
 	at := r.contests.Next(p.key, p.drifter, p.now)
 	if !p.drifted || at.IsZero() {
@@ -196,7 +174,7 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 	if left := r.contested(p.obj, p.drifter, msg, p.now); left > 0 && left < requeue {
 		requeue = left
 	}
-	return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), patchintent.WriteLedger(st, p.ledger, p.uid())
+	return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), patchintent.WriteLedger(st, p.d.Ledger, p.uid())
 }
 
 // specStalled reports a generation judged by a spec error (Stalled, but
@@ -222,7 +200,7 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 		msg := describeConflicts(conflictErr.Conflicts)
 		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
 		r.event(p.obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
-		return skeleton.Stop(ctrl.Result{}), patchintent.WriteLedger(st, p.ledger, p.uid())
+		return skeleton.Stop(ctrl.Result{}), patchintent.WriteLedger(st, p.d.Ledger, p.uid())
 	case errors.Is(err, ownershipcore.ErrTargetGone):
 		return r.targetMissing(p.obj, p.ref)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
@@ -257,32 +235,25 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 		if after, err = ownershipcore.Owners(p.res.Object); err != nil {
 			return r.fail(p.obj, err)
 		}
-		// The fields this apply took without force (unowned, or shared
-		// with the same value) are recorded now, with their owners as
-		// read before it: nobody was displaced, so a crash before this
-		// status write loses nothing (no write before the apply): the
-		// next reconcile records them the same way, as fields the patch
-		// holds with no record. Forced ones were
-		// recorded before the apply.
-		if ours := after.Applied(p.manager); ours != nil {
-			take := ours.Fields.Intersection(p.intentSet).Difference(p.ledger.Recorded)
-			if before := p.owners.Applied(p.manager); before != nil && !take.Intersection(before.Fields).Empty() && r.refreshRecord(ctx, p.obj) {
-				// Held before this apply with no record: a lost status
-				// write, or a cached FieldPatch behind the apiserver's.
-				// The latter has the record; continue from it.
-				l, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
-				if err != nil {
-					return r.fail(p.obj, err)
-				}
-				l.Follow(p.owners, p.present, p.manager)
-				p.ledger = l
-				take = take.Difference(l.Recorded)
+		// The fields this apply took without force are recorded now, with
+		// their owners as read before it: nobody was displaced, so a crash
+		// before this status write loses nothing (no write before the
+		// apply): the next reconcile records them the same way, as fields
+		// the patch holds with no record. Forced ones were recorded before
+		// the apply.
+		if before := p.d.Owners.Applied(p.manager); before != nil && !p.d.Taken(after).Intersection(before.Fields).Empty() && r.refreshRecord(ctx, p.obj) {
+			// Held before this apply with no record: a lost status write,
+			// or a cached FieldPatch behind the apiserver's. The latter
+			// has the record; continue from it.
+			l, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
+			if err != nil {
+				return r.fail(p.obj, err)
 			}
-			p.ledger.Record(p.owners, take, p.manager)
+			p.d.Rebase(l)
 		}
-		p.ledger.Observe(after)
+		p.d.Applied(after)
 	}
-	if err := patchintent.WriteLedger(st, p.ledger, p.uid()); err != nil {
+	if err := patchintent.WriteLedger(st, p.d.Ledger, p.uid()); err != nil {
 		return r.fail(p.obj, err)
 	}
 	reportFields(st, after, p.manager)
@@ -301,7 +272,7 @@ func (r *Reconciler) appliedEvent(p *pass) {
 	case p.drifted:
 		r.event(p.obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
 	default:
-		r.event(p.obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(patchintent.Leaves(p.intentSet)), p.ref.GetKind(), objectName(p.ref))
+		r.event(p.obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(patchintent.Leaves(p.d.IntentSet)), p.ref.GetKind(), objectName(p.ref))
 	}
 }
 
@@ -338,7 +309,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 	// The intent is encoded only to compare with or keep an outcome, not
 	// on every reconcile.
 	if v, ok := r.outcomes.Load(key); ok {
-		if last := v.(outcome); last.rv == seen.rv && last.gen == seen.gen && last.intent == intentKey(p.intent) {
+		if last := v.(outcome); last.rv == seen.rv && last.gen == seen.gen && last.intent == intentKey(p.d.Intent) {
 			p.res = last.res
 			return last.err
 		}
@@ -346,7 +317,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 	}
 	var err error
 	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
-		p.res, err = p.applier.Apply(ctx, p.intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
+		p.res, err = p.applier.Apply(ctx, p.d.Intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
 			BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
 				return r.recordTakes(ctx, p, forced)
 			}})
@@ -358,7 +329,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 	var refused *ownershipcore.ConflictError
 	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
 	if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		seen.intent, seen.res, seen.err = intentKey(p.intent), p.res, err
+		seen.intent, seen.res, seen.err = intentKey(p.d.Intent), p.res, err
 		r.outcomes.Store(key, seen)
 	}
 	return err

@@ -133,52 +133,29 @@ func (r *Reconciler) observeTarget(live *unstructured.Unstructured) (ownershipco
 	return owners, present, nil
 }
 
-// giveBackDropped gives back the fields the patch took from others that
-// its intent no longer sets (an edit dropped them), exactly as deletion
-// would: HandBack moves them to their previous owners, Relinquish and
-// Orphan release them without an owner; values stay. Without this the
-// next apply would remove them. Under Orphan, dropped added fields are
-// released too. The ledger forgets what was given back. The patch starts
-// from live (guarded by its resourceVersion); it returns the object the
-// patch left, or live when it sent nothing.
-func (r *Reconciler) giveBackDropped(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref, live *unstructured.Unstructured, owners ownershipcore.ManagedFields, ledger *ownershipcore.Ledger, intentSet *fieldset.Set, manager string) (*unstructured.Unstructured, error) {
-	ours := owners.Applied(manager)
-	// Recorded fields that left the patch and that the patch does not own
-	// (the apply that would have taken them never happened, a Fail
-	// conflict say, or another manager has taken them since) have nothing
-	// to give back: the record forgets them, so status.previousOwners
-	// lists only what the patch took.
-	owned := fieldset.NewSet()
-	if ours != nil {
-		owned = ours.Fields
+// giveBackDropped lets go of the fields that left the patch before the
+// apply (Decision.GiveBack: as deletion would let go of them, values
+// stay), in one write guarded by the target's resourceVersion, and
+// forgets them. It returns the object that write left, or the target as
+// read when nothing was sent.
+func (r *Reconciler) giveBackDropped(ctx context.Context, p *pass) (*unstructured.Unstructured, error) {
+	give, dropped := p.d.GiveBack()
+	if dropped.Empty() {
+		return p.live, nil
 	}
-	ledger.Forget(ledger.Recorded.Difference(intentSet).Difference(owned))
-	if ours == nil {
-		return live, nil
-	}
-	policy := obj.PatchSpec().DeletionPolicy
-	dropped := patchintent.Dropped(ours, intentSet, ledger, policy)
-	if dropped.Leaves().Empty() {
-		return live, nil
-	}
-	target := ref.DeepCopy()
-	target.SetUID(live.GetUID())
-	give := ownershipcore.LetGo{Release: dropped}
-	if policy == v1alpha1.DeletionPolicyHandBack || policy == "" {
-		departed := ledger.Departed(owners, manager).Intersection(dropped)
-		give = ownershipcore.LetGo{Previous: ledger.Previous(dropped.Difference(departed)), Release: departed}
-	}
-	res, out, err := applier.LetGo(ctx, target, live, manager, give)
+	target := p.ref.DeepCopy()
+	target.SetUID(p.live.GetUID())
+	res, out, err := p.applier.LetGo(ctx, target, p.live, p.manager, give)
 	if err != nil {
 		return nil, err
 	}
-	ledger.Forget(dropped)
+	p.d.GaveBack(dropped)
 	if res.Action == ownershipcore.ActionUnchanged || res.Object == nil {
-		return live, nil
+		return p.live, nil
 	}
-	given, after := out.Moved.Union(out.Released), res.Object
-	r.event(obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(policy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
-	return after, nil
+	given := out.Moved.Union(out.Released)
+	r.event(p.obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.obj.PatchSpec().DeletionPolicy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
+	return res.Object, nil
 }
 
 func policyOrDefault(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {
@@ -196,36 +173,36 @@ func firstN(items []string, n int) []string {
 	return append(append([]string{}, items[:n]...), fmt.Sprintf("and %d more", len(items)-n))
 }
 
-// intent builds the apply intent for the patch type, without ignorePaths
-// and the paths the ignorable-paths plugins name, and its field set.
-// ignoreFailure is the failure of such a plugin, if one failed (its event
-// is recorded here; pluginCondition reports it).
-func (r *Reconciler) intent(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (_ *unstructured.Unstructured, _ *fieldset.Set, ignoreFailure string, _ error) {
+// decide decides the reconcile (patchintent.Decide) with the intent
+// built for the patch type, without ignorePaths and the paths the
+// ignorable-paths plugins name. ignoreFailure is the failure of such a
+// plugin, if one failed (its event is recorded here; pluginCondition
+// reports it).
+func (r *Reconciler) decide(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (_ *patchintent.Decision, ignoreFailure string, _ error) {
 	spec := obj.PatchSpec()
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
-		return nil, nil, "", skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
+		return nil, "", skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
 	}
 	extra, failed, err := r.Plugins.IgnoredPaths(ctx, spec.IgnorePlugins, live)
 	if err != nil {
-		return nil, nil, "", skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
+		return nil, "", skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
 	}
 	for _, f := range failed {
 		ignoreFailure = fmt.Sprintf("%v; no extra paths ignored", f)
 		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", ignoreFailure)
 	}
-	ignore = ignore.Union(extra)
-	intent, set, err := patchintent.Intent(r.Applier, spec, obj.PatchStatus(), live, manager, ignore)
+	d, err := patchintent.Decide(r.Applier, patchintent.Input{Spec: spec, Status: obj.PatchStatus(), Live: live, Manager: manager, Ignore: ignore.Union(extra)})
 	var invalid *patchintent.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, nil, ignoreFailure, skeleton.Terminal(ReasonInvalidPatch, "%v", invalid.Err)
+		return nil, ignoreFailure, skeleton.Terminal(ReasonInvalidPatch, "%v", invalid.Err)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return nil, nil, ignoreFailure, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
+		return nil, ignoreFailure, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
 	case err != nil:
-		return nil, nil, ignoreFailure, err
+		return nil, ignoreFailure, err
 	}
-	return intent, set, ignoreFailure, nil
+	return d, ignoreFailure, nil
 }
 
 // pluginCondition sets PluginFailure after the ignorable-paths plugins

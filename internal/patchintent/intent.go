@@ -363,20 +363,3 @@ func Leaves(s *fieldset.Set) []string {
 	}
 	return out
 }
-
-// Dropped are the fields a patch's field manager owns now (ours, its
-// managed fields entry; nil when it has none) that its intent no longer
-// sets and that go back before the next apply, as deletion would give
-// them: under HandBack and Relinquish those it took from a previous owner
-// (ledger.Taken), under Orphan all of them. Without this the next apply
-// would remove them.
-func Dropped(ours *ownershipcore.Entry, intentSet *fieldset.Set, ledger *ownershipcore.Ledger, policy v1alpha1.DeletionPolicy) *fieldset.Set {
-	if ours == nil {
-		return fieldset.NewSet()
-	}
-	dropped := ours.Fields.Difference(intentSet)
-	if policy != v1alpha1.DeletionPolicyOrphan {
-		dropped = dropped.Intersection(ledger.Taken())
-	}
-	return dropped
-}

@@ -1,0 +1,187 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package patchintent
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+)
+
+// Input is what one reconcile of a FieldPatch or ClusterFieldPatch decides
+// from: its spec, the record in its status, the target as read and the
+// patch's field manager. Ignore is spec.ignorePaths with the paths the
+// ignorable-paths plugins name (nil for none); the caller parses it, so
+// that it can tell a bad ignorePaths from a bad patch.
+type Input struct {
+	Spec    *v1alpha1.FieldPatchSpec
+	Status  *v1alpha1.FieldPatchStatus
+	Live    *unstructured.Unstructured
+	Manager string
+	Ignore  *fieldset.Set
+}
+
+// Decision is the FieldPatch decision, made once for the controller and
+// for kubectl fieldops plan, so that the plan cannot disagree with what
+// the controller does. Decide fills it; its methods carry it through a
+// reconcile in order:
+//
+//  1. GiveBack: the fields that left the patch, to let go of before the
+//     apply (Applier.LetGo); GaveBack once that is done.
+//  2. The apply of Intent with the patch's conflict strategy; before it
+//     forces fields, RecordForced (on this Decision's Ledger, and on the
+//     record read fresh that is saved first).
+//  3. Applied, with the managed fields the apply answered.
+//
+// The Ledger is then written back to status (WriteLedger). The decision
+// is pure: every read and write is the caller's.
+type Decision struct {
+	// Manager is the patch's field manager.
+	Manager string
+	// Intent is the apply configuration (Intent), IntentSet its field set.
+	Intent    *unstructured.Unstructured
+	IntentSet *fieldset.Set
+	// Owners are the target's managed fields as read, Present the set of
+	// fields it holds.
+	Owners  ownershipcore.ManagedFields
+	Present *fieldset.Set
+	// Ledger is the record of previous owners, read from status and
+	// followed to the target as read (Ledger.Follow); RecordedBefore is
+	// what it recorded before this reconcile.
+	Ledger         *ownershipcore.Ledger
+	RecordedBefore *fieldset.Set
+	// Forgotten are the fields whose previous owners removed or let go of
+	// them since the record was saved (Ledger.Follow).
+	Forgotten *fieldset.Set
+
+	policy v1alpha1.DeletionPolicy
+}
+
+// Decide builds the intent of in.Spec for in.Live (Intent, with the
+// record in in.Status for a JSON patch's test ops) and follows the record
+// of previous owners to the target as read. Errors: those of Intent (an
+// *InvalidError for a patch that does not fit, ErrUnknownKind), and a
+// record in status that does not decode.
+func Decide(a *ownershipcore.Applier, in Input) (*Decision, error) {
+	intent, set, err := Intent(a, in.Spec, in.Status, in.Live, in.Manager, in.Ignore)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := ownershipcore.Owners(in.Live)
+	if err != nil {
+		return nil, err
+	}
+	present, err := a.FieldSet(in.Live)
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := ReadLedger(in.Status, string(in.Live.GetUID()))
+	if err != nil {
+		return nil, err
+	}
+	d := &Decision{Manager: in.Manager, Intent: intent, IntentSet: set, Owners: owners, Present: present,
+		Ledger: ledger, RecordedBefore: ledger.Recorded.Copy(), policy: in.Spec.DeletionPolicy}
+	d.Forgotten = ledger.Follow(owners, present, in.Manager)
+	return d, nil
+}
+
+// SaveFirst reports whether the record must reach status before the
+// apply: an owner removed or let go of a field the apply is about to
+// write again, and what shows it (the field gone, the owner's entry
+// without it) goes with that write.
+func (d *Decision) SaveFirst() bool {
+	return !d.Forgotten.Intersection(d.IntentSet).Empty()
+}
+
+// Rebase continues the decision from a record read again (the one saved
+// before the apply, or the apiserver's when a cached copy lagged),
+// followed to the same target.
+func (d *Decision) Rebase(l *ownershipcore.Ledger) {
+	l.Follow(d.Owners, d.Present, d.Manager)
+	d.Ledger = l
+}
+
+// GiveBack is what the patch lets go of before its apply, exactly as
+// deletion would let go of it: the fields it owns and took from others
+// that its intent no longer sets (an edit dropped them). Under
+// HandBack they go to their previous owners (but those of a departed
+// fieldops object, which stay without an owner: Ledger.Departed); under
+// Relinquish they stay without an owner; under Orphan every dropped field
+// does. Without this the apply would remove them. Recorded fields that
+// left the patch and that it does not own (the apply that would have
+// taken them never happened, or another manager has taken them since)
+// have nothing to give back: the record forgets them here, so
+// status.previousOwners lists only what the patch took. dropped is empty
+// when there is nothing to let go of.
+func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped *fieldset.Set) {
+	ours := d.Owners.Applied(d.Manager)
+	if ours == nil {
+		d.Ledger.Forget(d.Ledger.Recorded.Difference(d.IntentSet))
+		return ownershipcore.LetGo{}, fieldset.NewSet()
+	}
+	d.Ledger.Forget(d.Ledger.Recorded.Difference(d.IntentSet).Difference(ours.Fields))
+	dropped = ours.Fields.Difference(d.IntentSet)
+	if d.policy != v1alpha1.DeletionPolicyOrphan {
+		dropped = dropped.Intersection(d.Ledger.Taken())
+	}
+	if dropped.Leaves().Empty() {
+		return ownershipcore.LetGo{}, fieldset.NewSet()
+	}
+	if d.policy != v1alpha1.DeletionPolicyHandBack && d.policy != "" {
+		return ownershipcore.LetGo{Release: dropped}, dropped
+	}
+	departed := d.Ledger.Departed(d.Owners, d.Manager).Intersection(dropped)
+	return ownershipcore.LetGo{Previous: d.Ledger.Previous(dropped.Difference(departed)), Release: departed}, dropped
+}
+
+// GaveBack forgets the fields GiveBack let go of: they are no longer the
+// patch's to give back.
+func (d *Decision) GaveBack(dropped *fieldset.Set) { d.Ledger.Forget(dropped) }
+
+// RecordForced records, before an apply forces fields from other
+// managers, who owned them (owners: the target as the apply saw it, or
+// read fresh when the apiserver named an owner that copy did not show),
+// on l (this Decision's Ledger, or a record read fresh). The forced fields
+// are no longer shared by anyone (Ledger.Unshare): their owners lose them
+// to the patch, which a later Follow must not read as the owners letting
+// them go. It reports whether l changed.
+func RecordForced(l *ownershipcore.Ledger, owners ownershipcore.ManagedFields, forced *fieldset.Set, manager string) bool {
+	recorded := l.Record(owners, forced, manager)
+	return l.Unshare(forced) || recorded
+}
+
+// ForcedFields is the field set of conflicts.
+func ForcedFields(cs []ownershipcore.Conflict) *fieldset.Set {
+	s := fieldset.NewSet()
+	for _, c := range cs {
+		s.Insert(c.Path)
+	}
+	return s
+}
+
+// Taken are the fields an apply took without a record (after: the
+// managed fields it answered): fields of the intent the patch's entry
+// holds now and the record does not have; they were unowned or shared
+// with the same value, so nobody was displaced.
+func (d *Decision) Taken(after ownershipcore.ManagedFields) *fieldset.Set {
+	ours := after.Applied(d.Manager)
+	if ours == nil {
+		return fieldset.NewSet()
+	}
+	return ours.Fields.Intersection(d.IntentSet).Difference(d.Ledger.Recorded)
+}
+
+// Applied records what an apply did (after: the managed fields it
+// answered): the fields it took without force (Taken), with their owners
+// as read before it, then what the answer shows of the owners that share
+// fields with the patch (Ledger.Observe).
+func (d *Decision) Applied(after ownershipcore.ManagedFields) {
+	d.Ledger.Record(d.Owners, d.Taken(after), d.Manager)
+	d.Ledger.Observe(after)
+}
