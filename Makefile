@@ -170,8 +170,8 @@ fuzz-faults: control-plane ## The same with 25% of fieldops' writes failing duri
 	go test -count=1 -timeout 0 -v -run '^TestOwnershipInvariantsUnderFaults$$' ./test/invariants/ -args -fault-seed=$(SEED) -fault-sequences=$(N) -workers=$(WORKERS) -shrink=10
 
 .PHONY: bench
-bench: control-plane ## Run the Go benchmarks (no-op decision; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).
-	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./test/bench/ ./plugins/host/
+bench: control-plane ## Run the Go benchmarks (no-op decision; a patch's life on deep and flat objects; 200 FieldPatches; a label change on a 50-pod PodSet; plugin call latency and restart).
+	go test -run '^$$' -bench '$(BENCH)' -benchmem ./ownershipcore/ ./ownershipcore/optable/ ./test/bench/ ./plugins/host/
 
 # make bench-scale N=1000 (issue 11): one local control plane; the Flux ssa
 # ResourceManager (test/benchscale/flux, its own module) and the fieldops

@@ -228,13 +228,21 @@ func (l *Ledger) Previous(fields *fieldpath.Set) ManagedFields {
 }
 
 // withParents is set with every prefix of its paths: a map or list that
-// holds a member is present too.
+// holds a member is present too. It walks the set's tree once, so its
+// cost is the size of the set, however deep its paths are.
 func withParents(set *fieldpath.Set) *fieldpath.Set {
 	out := fieldpath.NewSet()
-	set.Iterate(func(p fieldpath.Path) {
-		for i := 1; i <= len(p); i++ {
-			out.Insert(p[:i].Copy())
+	addWithParents(out, set)
+	return out
+}
+
+// addWithParents adds set's members, and every node holding one, to out.
+func addWithParents(out, set *fieldpath.Set) {
+	set.Members.Iterate(out.Members.Insert)
+	set.Children.Iterate(func(pe fieldpath.PathElement) {
+		if child, _ := set.Children.Get(pe); !child.Empty() {
+			out.Members.Insert(pe)
+			addWithParents(out.Children.Descend(pe), child)
 		}
 	})
-	return out
 }
