@@ -128,6 +128,7 @@ type TargetReference struct {
 
 // FieldPatchSpec is the intent of a FieldPatch or ClusterFieldPatch.
 // +kubebuilder:validation:XValidation:rule="!has(self.conflictPolicy) || self.conflictPolicy != 'Plugin' || (has(self.conflictPlugin) && size(self.conflictPlugin) > 0)",message="conflictPolicy Plugin needs conflictPlugin"
+// +kubebuilder:validation:XValidation:rule="!(has(self.expiresAfter) && has(self.expiresAt))",message="expiresAfter and expiresAt are exclusive: set one"
 type FieldPatchSpec struct {
 	// Target is the object to patch. It cannot change once set.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="target is immutable"
@@ -197,8 +198,25 @@ type FieldPatchSpec struct {
 	IgnorePaths []string `json:"ignorePaths,omitempty"`
 
 	// Suspend stops reconciling (no writes, no drift repair) until cleared.
+	// A suspended patch still expires.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// ExpiresAfter is how long after its creation the patch deletes
+	// itself (a duration such as "30m" or "2h"; more than 0): at expiry
+	// its deletionPolicy runs, as for a deletion by hand. The time is
+	// computed from metadata.creationTimestamp and shown in
+	// status.expiresAt; editing ExpiresAfter moves it. Exclusive with
+	// ExpiresAt.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="expiresAfter must be more than 0"
+	// +optional
+	ExpiresAfter *metav1.Duration `json:"expiresAfter,omitempty"`
+
+	// ExpiresAt is when the patch deletes itself (RFC 3339): at that time
+	// its deletionPolicy runs, as for a deletion by hand. A time already
+	// past ends the patch at once. Exclusive with ExpiresAfter.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 
 	// ServiceAccountName is the ServiceAccount every read and write of the
 	// target impersonates, so the patch can do no more than that account
@@ -304,6 +322,11 @@ type FieldPatchStatus struct {
 	// LastAppliedTime is when this patch last wrote to the target.
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+	// ExpiresAt is when the patch deletes itself (spec.expiresAt, or
+	// metadata.creationTimestamp plus spec.expiresAfter); absent when it
+	// does not expire.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // FieldPatch changes fields of an object in its own namespace that it does
@@ -318,6 +341,7 @@ type FieldPatchStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason: why the patch is or is not applied."
 // +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`,description="How many fields the patch's field manager owns on the target."
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,description="When the patch deletes itself and its deletionPolicy runs (kubectl fieldops status shows the time left); empty when it does not expire."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FieldPatch struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -348,6 +372,7 @@ type FieldPatchList struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason: why the patch is or is not applied."
 // +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`,description="How many fields the patch's field manager owns on the target."
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,description="When the patch deletes itself and its deletionPolicy runs (kubectl fieldops status shows the time left); empty when it does not expire."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterFieldPatch struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,7 +232,18 @@ func patchRow(kind string, m *metav1.ObjectMeta, spec *v1alpha1.FieldPatchSpec, 
 		target = spec.Target.Kind + "/" + spec.Target.Namespace + "/" + spec.Target.Name
 	}
 	r.Detail = fmt.Sprintf("%s, %d fields", target, st.FieldCount)
+	if st.ExpiresAt != nil {
+		r.Detail += ", " + expiresIn(st.ExpiresAt.Time, time.Now())
+	}
 	return r
+}
+
+// expiresIn says when a patch expires, as the time left.
+func expiresIn(at, now time.Time) string {
+	if left := at.Sub(now); left > 0 {
+		return "expires in " + duration.HumanDuration(left)
+	}
+	return "expired"
 }
 
 func workloadRow(mw *v1alpha1.ManagedWorkload) StatusRow {

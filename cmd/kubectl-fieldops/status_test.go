@@ -222,3 +222,17 @@ func TestStatusMissingCRD(t *testing.T) {
 		t.Errorf("status -A: stderr %q, want %q", stderr, want)
 	}
 }
+
+func TestExpiresIn(t *testing.T) {
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	for at, want := range map[time.Time]string{
+		now.Add(90 * time.Minute): "expires in 90m",
+		now.Add(20 * time.Second): "expires in 20s",
+		now:                       "expired",
+		now.Add(-time.Hour):       "expired",
+	} {
+		if got := expiresIn(at, now); got != want {
+			t.Errorf("expiresIn(%s) = %q, want %q", at.Sub(now), got, want)
+		}
+	}
+}

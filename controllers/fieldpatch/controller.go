@@ -22,8 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
@@ -90,6 +93,10 @@ type Reconciler struct {
 	outcomes sync.Map
 	once     sync.Once
 	skel     *skeleton.Reconciler[v1alpha1.Patcher, *pass]
+	// timers wake the reconcile of an expiring patch (phaseExpiry)
+	// through wake.
+	timers expiryTimers
+	wake   chan event.GenericEvent
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -119,8 +126,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	r.wake = make(chan event.GenericEvent)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Build(r)
@@ -136,7 +145,7 @@ const targetIndex = "fieldops.dev/target"
 
 // Reconcile is the shared skeleton (controllers/internal/skeleton): get →
 // wait for a cache behind our own write → finalizer → status written in
-// the defer → reconcileDelete, or the phases: settings → target → intent
+// the defer → reconcileDelete, or the phases: expiry → settings → target → intent
 // → record → drift → apply → applied → report. The one status write
 // before the defer is the record of previous owners, when the apply
 // forces fields from another manager (recordTakes).
@@ -158,6 +167,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			ObservedGeneration: func(obj v1alpha1.Patcher) *int64 { return &obj.PatchStatus().ObservedGeneration },
 			Scope:              func(obj v1alpha1.Patcher) *pass { return &pass{obj: obj} },
 			Phases: []skeleton.Phase[*pass]{
+				{Name: "expiry", Run: r.phaseExpiry},
 				{Name: "settings", Run: r.phaseSettings},
 				{Name: "target", Run: r.phaseTarget},
 				{Name: "intent", Run: r.phaseIntent},
@@ -170,6 +180,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			Delete: r.reconcileDelete,
 			Forget: func(key client.ObjectKey) {
 				r.outcomes.Delete(key)
+				r.timers.stop(key)
 				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
 				r.watches.Release(key) // its target is watched no more
 			},

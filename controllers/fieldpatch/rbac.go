@@ -10,7 +10,7 @@ package fieldpatch
 // manager may get, list, watch and patch any resource: that is what it
 // exists for. It never creates, updates (PUT) or deletes a target.
 
-// +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches;clusterfieldpatches,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches;clusterfieldpatches,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches/status;clusterfieldpatches/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fieldops.dev,resources=fieldpatches/finalizers;clusterfieldpatches/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
