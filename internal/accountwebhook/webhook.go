@@ -78,15 +78,26 @@ func (o *object) specString(key string) string {
 // else as opts.DefaultServiceAccount (unless opts.ManagerRightsNamespaces
 // holds "*"); a ClusterFieldPatch as
 // spec.serviceAccountNamespace/spec.serviceAccountName, and naming none
-// it is not checked. ok is false when nothing is to be checked; an error
-// means the object could not be decoded.
+// it is not checked. ok is false when nothing is to be checked; kind is
+// the object's kind; an error means the object could not be decoded.
 func AccountToCheck(req admission.Request, opts Options) (account Account, kind string, ok bool, err error) {
 	if req.Kind.Group != Group || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.SubResource != "" {
 		return Account{}, "", false, nil
 	}
-	var obj object
+	obj, changed, err := decode(req)
+	if err != nil || !changed {
+		return Account{}, obj.Kind, false, err
+	}
+	account, ok = obj.account(opts)
+	return account, obj.Kind, ok, nil
+}
+
+// decode reads the request's object, its kind and namespace filled in
+// from the request when the object leaves them out; changed is false for
+// an update that leaves spec as it was.
+func decode(req admission.Request) (obj object, changed bool, err error) {
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return Account{}, "", false, fmt.Errorf("decode %s: %w", req.Kind.Kind, err)
+		return obj, false, fmt.Errorf("decode %s: %w", req.Kind.Kind, err)
 	}
 	if obj.Kind == "" {
 		obj.Kind = req.Kind.Kind
@@ -94,32 +105,36 @@ func AccountToCheck(req admission.Request, opts Options) (account Account, kind 
 	if obj.Metadata.Namespace == "" {
 		obj.Metadata.Namespace = req.Namespace
 	}
-	if req.Operation == admissionv1.Update {
-		var old object
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return Account{}, "", false, fmt.Errorf("decode the old %s: %w", req.Kind.Kind, err)
-		}
-		if equality.Semantic.DeepEqual(old.Spec, obj.Spec) {
-			return Account{}, obj.Kind, false, nil
-		}
+	if req.Operation != admissionv1.Update {
+		return obj, true, nil
 	}
-	name := obj.specString("serviceAccountName")
-	switch obj.Kind {
+	var old object
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return obj, false, fmt.Errorf("decode the old %s: %w", req.Kind.Kind, err)
+	}
+	return obj, !equality.Semantic.DeepEqual(old.Spec, obj.Spec), nil
+}
+
+// account is the account obj acts as, if it is to be checked (see
+// AccountToCheck).
+func (o *object) account(opts Options) (Account, bool) {
+	name := o.specString("serviceAccountName")
+	switch o.Kind {
 	case "ClusterFieldPatch":
 		if name == "" {
-			return Account{}, obj.Kind, false, nil
+			return Account{}, false
 		}
-		return Account{Namespace: obj.specString("serviceAccountNamespace"), Name: name}, obj.Kind, true, nil
+		return Account{Namespace: o.specString("serviceAccountNamespace"), Name: name}, true
 	case "FieldPatch", "ManagedWorkload":
 		if name == "" && !slices.Contains(opts.ManagerRightsNamespaces, "*") {
 			name = opts.DefaultServiceAccount
 		}
 		if name == "" {
-			return Account{}, obj.Kind, false, nil
+			return Account{}, false
 		}
-		return Account{Namespace: obj.Metadata.Namespace, Name: name}, obj.Kind, true, nil
+		return Account{Namespace: o.Metadata.Namespace, Name: name}, true
 	}
-	return Account{}, obj.Kind, false, nil
+	return Account{}, false
 }
 
 // Handler admits a fieldops object only when the requesting user may
