@@ -155,7 +155,7 @@ func fromBundle(b *bundle.Bundle) (olmInstall, error) {
 		return out, err
 	}
 	if !out.flags.AccountWebhook || def.TargetPort == nil || out.flags.WebhookPort != def.TargetPort.IntValue() {
-		return out, fmt.Errorf("Deployment %s: --account-webhook %v on port %d, the webhook definition targets port %v", def.DeploymentName, out.flags.AccountWebhook, out.flags.WebhookPort, def.TargetPort)
+		return out, fmt.Errorf("the Deployment %s: --account-webhook %v on port %d, the webhook definition targets port %v", def.DeploymentName, out.flags.AccountWebhook, out.flags.WebhookPort, def.TargetPort)
 	}
 	for _, p := range b.CSV.Spec.Install.Spec.ClusterPermissions {
 		if p.ServiceAccountName == out.serviceAccount {

@@ -118,11 +118,7 @@ func Generate(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 
-	strategy, rest, err := installStrategy(objs, o.Image)
-	if err != nil {
-		return nil, err
-	}
-	webhooks, err := accountWebhook(objs, &strategy)
+	strategy, webhooks, rest, err := install(objs, o.Image)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +168,17 @@ func Generate(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// install is installStrategy and the account webhook its Deployment
+// serves (accountWebhook).
+func install(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []WebhookDescription, []*unstructured.Unstructured, error) {
+	spec, rest, err := installStrategy(objs, image)
+	if err != nil {
+		return spec, nil, nil, err
+	}
+	webhooks, err := accountWebhook(objs, &spec)
+	return spec, webhooks, rest, err
 }
 
 // installStrategy takes the manager's objects out of objs: its Deployment

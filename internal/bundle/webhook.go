@@ -76,7 +76,7 @@ func accountWebhook(objs []*unstructured.Unstructured, spec *InstallStrategySpec
 		served = true
 	}
 	if !served {
-		return nil, fmt.Errorf("Deployment %s has no container %q to serve the webhook of %s", d.Name, managerContainer, AccountPolicy)
+		return nil, fmt.Errorf("the Deployment %s has no container %q to serve the webhook of %s", d.Name, managerContainer, AccountPolicy)
 	}
 	if policy.Spec.MatchConstraints == nil || len(policy.Spec.MatchConstraints.ResourceRules) == 0 {
 		return nil, fmt.Errorf("ValidatingAdmissionPolicy %s matches no resources", AccountPolicy)
