@@ -70,7 +70,12 @@ func TestAccountWebhookServes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx, func() (*rest.Config, error) { return cp.Config, nil }) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the manager: %v", err)
+		}
+	}()
 
 	hc := &http.Client{Timeout: 5 * time.Second}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -86,6 +91,7 @@ func TestAccountWebhookServes(t *testing.T) {
 		}
 		select {
 		case err := <-done:
+			done <- err // for the deferred stop
 			t.Fatalf("the manager stopped: %v", err)
 		default:
 		}
