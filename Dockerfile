@@ -11,6 +11,7 @@ COPY api/ api/
 COPY cmd/manager/ cmd/manager/
 COPY controllers/ controllers/
 COPY feature/ feature/
+COPY internal/accountwebhook/ internal/accountwebhook/
 COPY internal/conflicts/ internal/conflicts/
 COPY internal/inputlimits/ internal/inputlimits/
 COPY internal/names/ internal/names/

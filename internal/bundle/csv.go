@@ -18,9 +18,11 @@ Licensed under the Apache License, Version 2.0.
 package bundle
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ClusterServiceVersion is operators.coreos.com/v1alpha1
@@ -47,6 +49,7 @@ type CSVSpec struct {
 	InstallModes              []InstallMode             `json:"installModes"`
 	Install                   NamedInstallStrategy      `json:"install"`
 	CustomResourceDefinitions CustomResourceDefinitions `json:"customresourcedefinitions,omitempty"`
+	WebhookDefinitions        []WebhookDescription      `json:"webhookdefinitions,omitempty"`
 }
 
 // AppLink is a name and a URL.
@@ -141,4 +144,33 @@ type Descriptor struct {
 	DisplayName  string   `json:"displayName,omitempty"`
 	Description  string   `json:"description,omitempty"`
 	XDescriptors []string `json:"x-descriptors,omitempty"`
+}
+
+// Webhook types of a WebhookDescription.
+const (
+	ValidatingAdmissionWebhook = "ValidatingAdmissionWebhook"
+	MutatingAdmissionWebhook   = "MutatingAdmissionWebhook"
+	ConversionWebhook          = "ConversionWebhook"
+)
+
+// WebhookDescription is one of the CSV's spec.webhookdefinitions: OLM
+// creates a ValidatingWebhookConfiguration (or a mutating or conversion
+// webhook) named after GenerateName, a Service <DeploymentName>-service
+// from ContainerPort to the pods' TargetPort, and a serving certificate,
+// which it mounts into the Deployment at
+// /tmp/k8s-webhook-server/serving-certs (tls.crt, tls.key) and whose CA it
+// puts in the webhook's caBundle
+// (https://olm.operatorframework.io/docs/advanced-tasks/adding-admission-and-conversion-webhooks/).
+type WebhookDescription struct {
+	GenerateName            string                                       `json:"generateName"`
+	Type                    string                                       `json:"type"`
+	DeploymentName          string                                       `json:"deploymentName,omitempty"`
+	ContainerPort           int32                                        `json:"containerPort,omitempty"`
+	TargetPort              *intstr.IntOrString                          `json:"targetPort,omitempty"`
+	Rules                   []admissionregistrationv1.RuleWithOperations `json:"rules,omitempty"`
+	FailurePolicy           *admissionregistrationv1.FailurePolicyType   `json:"failurePolicy,omitempty"`
+	SideEffects             *admissionregistrationv1.SideEffectClass     `json:"sideEffects"`
+	TimeoutSeconds          *int32                                       `json:"timeoutSeconds,omitempty"`
+	AdmissionReviewVersions []string                                     `json:"admissionReviewVersions"`
+	WebhookPath             *string                                      `json:"webhookPath,omitempty"`
 }

@@ -86,8 +86,9 @@ func Annotations(pkg string, channels []string) map[string]string {
 // file of the bundle by its path relative to Root:
 //
 //   - bundle/manifests: the ClusterServiceVersion (the base in
-//     config/manifests/bases with name, version, image, icon, alm-examples
-//     and the install strategy filled in), the CRDs, the metrics Service
+//     config/manifests/bases with name, version, image, icon, alm-examples,
+//     the install strategy and the account-impersonation webhook filled
+//     in), the CRDs, the metrics Service
 //     and the ClusterRoles not bound to the manager (metrics reader,
 //     tenant roles);
 //   - bundle/metadata/annotations.yaml, bundle/tests/scorecard/config.yaml
@@ -117,7 +118,7 @@ func Generate(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 
-	strategy, rest, err := installStrategy(objs, o.Image)
+	strategy, webhooks, rest, err := install(objs, o.Image)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +152,7 @@ func Generate(o Options) (map[string][]byte, error) {
 	csv.Annotations["containerImage"] = o.Image
 	csv.Spec.Icon = []Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
 	csv.Spec.Install = NamedInstallStrategy{Strategy: "deployment", Spec: strategy}
+	csv.Spec.WebhookDefinitions = webhooks
 	b, err := yaml.Marshal(csv)
 	if err != nil {
 		return nil, err
@@ -166,6 +168,17 @@ func Generate(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// install is installStrategy and the account webhook its Deployment
+// serves (accountWebhook).
+func install(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []WebhookDescription, []*unstructured.Unstructured, error) {
+	spec, rest, err := installStrategy(objs, image)
+	if err != nil {
+		return spec, nil, nil, err
+	}
+	webhooks, err := accountWebhook(objs, &spec)
+	return spec, webhooks, rest, err
 }
 
 // installStrategy takes the manager's objects out of objs: its Deployment
@@ -231,10 +244,10 @@ func installStrategy(objs []*unstructured.Unstructured, image string) (InstallSt
 			// adds the finalizers itself (one write more per object); the
 			// operator's guide applies config/admission separately.
 		case "ValidatingAdmissionPolicy.admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io":
-			// Nor the account-impersonation policy: without it, whoever may
-			// create a FieldPatch or ManagedWorkload may make it act as any
-			// ServiceAccount of its namespace. The operator's guide applies
-			// config/policy next to the bundle.
+			// Nor a validating policy: the manager serves the
+			// account-impersonation policy's rule as a webhook the CSV
+			// declares (accountWebhook), and refuses a patch over the
+			// patch-limits policy's limits itself.
 		default:
 			return spec, nil, fmt.Errorf("config/default has a %s %s that the bundle has no place for", obj.GetKind(), obj.GetName())
 		}

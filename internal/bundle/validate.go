@@ -14,12 +14,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 )
@@ -138,7 +141,7 @@ func dockerLabels(df []byte) map[string]string {
 //     install modes with at least one supported;
 //   - a deployment install strategy whose Deployments have names,
 //     selectors matching their pod labels, and RBAC for their
-//     ServiceAccounts;
+//     ServiceAccounts; webhook definitions OLM can install (validateWebhooks);
 //   - every CRD in manifests/ owned by the CSV and every owned CRD present
 //     with that kind and a served version; descriptor paths that exist in
 //     the CRD's schema;
@@ -372,6 +375,45 @@ func validateCSV(csv *ClusterServiceVersion, pkg string) []error {
 			if c.Image == "" {
 				add("deployment %s container %s has no image", d.Name, c.Name)
 			}
+		}
+	}
+	errs = append(errs, validateWebhooks(s.WebhookDefinitions, names)...)
+	return errs
+}
+
+// validateWebhooks checks the CSV's webhook definitions for what OLM
+// needs to install them: a fully qualified name (at least three
+// DNS labels, as the apiserver requires of a webhook's name), a known
+// type, a deployment of the install strategy to serve it, a target port,
+// side effects None or NoneOnDryRun (dry-run requests reach it), v1
+// among the AdmissionReview versions, and rules (admission webhooks).
+func validateWebhooks(defs []WebhookDescription, deployments map[string]bool) []error {
+	var errs []error
+	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, w := range defs {
+		if msgs := validation.IsDNS1123Subdomain(w.GenerateName); len(msgs) > 0 || strings.Count(w.GenerateName, ".") < 2 {
+			add("webhook %q: generateName is not a fully qualified name of at least three labels", w.GenerateName)
+		}
+		switch w.Type {
+		case ValidatingAdmissionWebhook, MutatingAdmissionWebhook:
+			if len(w.Rules) == 0 {
+				add("webhook %s has no rules", w.GenerateName)
+			}
+		case ConversionWebhook:
+		default:
+			add("webhook %s: type %q is not %s, %s or %s", w.GenerateName, w.Type, ValidatingAdmissionWebhook, MutatingAdmissionWebhook, ConversionWebhook)
+		}
+		if !deployments[w.DeploymentName] {
+			add("webhook %s: deploymentName %q is not a deployment of the install strategy", w.GenerateName, w.DeploymentName)
+		}
+		if w.TargetPort == nil {
+			add("webhook %s has no targetPort", w.GenerateName)
+		}
+		if w.SideEffects == nil || (*w.SideEffects != admissionregistrationv1.SideEffectClassNone && *w.SideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun) {
+			add("webhook %s: sideEffects must be None or NoneOnDryRun", w.GenerateName)
+		}
+		if !slices.Contains(w.AdmissionReviewVersions, "v1") {
+			add("webhook %s: admissionReviewVersions %v do not hold v1", w.GenerateName, w.AdmissionReviewVersions)
 		}
 	}
 	return errs

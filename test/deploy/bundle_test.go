@@ -165,6 +165,8 @@ func TestBundleValidateCatches(t *testing.T) {
 			owned := &b.CSV.Spec.CustomResourceDefinitions.Owned[3]
 			owned.StatusDescriptors = owned.StatusDescriptors[1:]
 		}, "has no statusDescriptor for status.conditions"},
+		{"webhook of no deployment", func(b *bundle.Bundle) { b.CSV.Spec.WebhookDefinitions[0].DeploymentName = "manager" }, `deploymentName "manager" is not a deployment of the install strategy`},
+		{"webhook without v1 reviews", func(b *bundle.Bundle) { b.CSV.Spec.WebhookDefinitions[0].AdmissionReviewVersions = []string{"v1beta1"} }, "do not hold v1"},
 		{"unsupported kind", func(b *bundle.Bundle) {
 			b.Others["x.yaml"] = &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apps/v1", "kind": "DaemonSet"}}
 		}, "OLM does not install DaemonSet"},

@@ -29,9 +29,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/feature"
+	"github.com/fieldops/fieldops/internal/accountwebhook"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -40,6 +42,12 @@ type Flags struct {
 	MetricsAddr, ProbeAddr, PluginConfig, MetricsCertDir, PprofAddr string
 	LeaderElect, MetricsSecure                                      bool
 	Setup                                                           controllers.Options
+	// AccountWebhook serves the account-impersonation check as a
+	// validating admission webhook (internal/accountwebhook) on
+	// WebhookPort, with the certificate in WebhookCertDir.
+	AccountWebhook bool
+	WebhookPort    int
+	WebhookCertDir string
 
 	zapOpts       zap.Options
 	sharedWatchAt int
@@ -77,6 +85,9 @@ func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
 	fs.IntVar(&f.Setup.Concurrency, "concurrency", 4, "How many objects each controller reconciles at once.")
 	fs.IntVar(&f.sharedWatchAt, "shared-target-watch-at", controllers.DefaultSharedWatchAt, "From this many targets of one kind in one namespace, one watch of that kind in that namespace serves them (holding all its objects) instead of one watch per target; never for Secrets. 0 watches every target by name.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "Address to serve net/http/pprof on (go tool pprof); empty disables it.")
+	fs.BoolVar(&f.AccountWebhook, "account-webhook", false, "Serve the validating admission webhook "+accountwebhook.Path+" that lets only those who may impersonate a ServiceAccount create or change a FieldPatch, ClusterFieldPatch or ManagedWorkload acting as it (the rule of the ValidatingAdmissionPolicy fieldops-account-impersonation, for installs without it: the OLM bundle turns it on). Needs create on subjectaccessreviews.")
+	fs.IntVar(&f.WebhookPort, "webhook-port", webhook.DefaultPort, "With --account-webhook: the port the webhook server listens on (HTTPS).")
+	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", "", "With --account-webhook: directory holding the serving certificate, tls.crt and tls.key; empty is controller-runtime's default, /tmp/k8s-webhook-server/serving-certs, where OLM mounts the certificate it provisions.")
 	feature.Gates.AddFlag(fs)
 	// Production logging by default: JSON lines at info level, a stack
 	// trace from error on. --zap-devel switches to development logging
@@ -174,7 +185,11 @@ func (f *Flags) Run(ctx context.Context, config func() (*rest.Config, error)) er
 	setup := f.Setup
 	setup.Plugins = plugins
 	setup.SharedWatchAt = sharedWatchAt(f.sharedWatchAt)
-	return runManager(ctx, cfg, managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect}, setup)
+	m := managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect}
+	if f.AccountWebhook {
+		m.accountWebhook = &webhook.Options{Port: f.WebhookPort, CertDir: f.WebhookCertDir}
+	}
+	return runManager(ctx, cfg, m, setup)
 }
 
 // metricsOptions configures the metrics endpoint. Secure serving follows
@@ -196,10 +211,13 @@ type managerOptions struct {
 	metrics              metricsserver.Options
 	probeAddr, pprofAddr string
 	leaderElect          bool
+	// accountWebhook, when set, serves the account-impersonation webhook
+	// with these server options.
+	accountWebhook *webhook.Options
 }
 
 func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts controllers.Options) error {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mopts := ctrl.Options{
 		Scheme:                 controllers.Scheme(),
 		Cache:                  controllers.CacheOptions(cache.Options{}),
 		Metrics:                m.metrics,
@@ -207,7 +225,11 @@ func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts co
 		PprofBindAddress:       m.pprofAddr,
 		LeaderElection:         m.leaderElect,
 		LeaderElectionID:       "fieldops.dev",
-	})
+	}
+	if m.accountWebhook != nil {
+		mopts.WebhookServer = webhook.NewServer(*m.accountWebhook)
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -220,6 +242,14 @@ func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts co
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if m.accountWebhook != nil {
+		SetupAccountWebhook(mgr, opts)
+		// Ready once the webhook serves: with failurePolicy Fail, the
+		// apiserver refuses fieldops objects while no replica is ready.
+		if err := mgr.AddReadyzCheck("account-webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
+	}
 	return mgr.Start(ctx)
 }
 
@@ -231,4 +261,14 @@ func sharedWatchAt(flag int) int {
 		return -1
 	}
 	return flag
+}
+
+// SetupAccountWebhook serves the account-impersonation webhook on mgr's
+// webhook server, deciding with the tenancy settings of opts (the
+// manager's --default-service-account and --manager-rights-namespaces) and
+// reviewing with mgr's client.
+func SetupAccountWebhook(mgr ctrl.Manager, opts controllers.Options) {
+	accountwebhook.Register(mgr.GetWebhookServer(), mgr.GetClient(), accountwebhook.Options{
+		DefaultServiceAccount: opts.DefaultServiceAccount, ManagerRightsNamespaces: opts.ManagerRightsNamespaces,
+	})
 }

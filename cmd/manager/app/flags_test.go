@@ -80,3 +80,28 @@ func TestTenancyFlags(t *testing.T) {
 		}
 	}
 }
+
+// The account webhook is off unless asked for (kustomize and Helm check
+// accounts with the admission policy); on, it listens on
+// controller-runtime's default port and reads the certificate from its
+// default directory (where OLM mounts it) unless told otherwise.
+func TestAccountWebhookFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		on      bool
+		port    int
+		certDir string
+	}{
+		{nil, false, 9443, ""},
+		{[]string{"--account-webhook"}, true, 9443, ""},
+		{[]string{"--account-webhook", "--webhook-port=10250", "--webhook-cert-dir=/certs"}, true, 10250, "/certs"},
+	} {
+		var f Flags
+		if err := f.NewFlagSet("manager", false).Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if f.AccountWebhook != tc.on || f.WebhookPort != tc.port || f.WebhookCertDir != tc.certDir {
+			t.Errorf("%v: account webhook %v on port %d with certificates in %q; want %v, %d, %q", tc.args, f.AccountWebhook, f.WebhookPort, f.WebhookCertDir, tc.on, tc.port, tc.certDir)
+		}
+	}
+}
