@@ -87,6 +87,8 @@ func (m Model) Check(before, after State, op Op) error {
 		return fail("a null appeared")
 	}
 	switch op.Kind {
+	case OpRestore:
+		return checkRestore(bt, at, before, after, op, fail)
 	case OpHandBack:
 		return checkHandBack(before, after, op, fail)
 	case OpRelease:

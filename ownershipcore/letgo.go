@@ -20,9 +20,16 @@ import (
 // go back to their previous owners (Previous) or stay without an owner
 // (Release), then, with Relinquish, every field it owns alone is removed
 // and its entries go. A FieldPatch's deletion policies are LetGo values:
-// HandBack is {Previous, Relinquish}, Relinquish is {Release: taken,
+// HandBack is {Previous, Relinquish}, Restore is {Restore: previous
+// values, Previous, Relinquish}, Relinquish is {Release: taken,
 // Relinquish}, Orphan is {Release: everything}.
 type LetGo struct {
+	// Restore are the previous values of fields going back (PreviousValues:
+	// what they held before manager first wrote them; nil: none). Those
+	// manager owns alone get them back before the hand-back; one another
+	// manager owns too was written since and keeps its value
+	// (deletionPolicy Restore).
+	Restore *unstructured.Unstructured
 	// Previous are the entries the fields manager took go back to
 	// (HandBack; SSA docs, "Transferring ownership").
 	Previous ManagedFields
@@ -36,6 +43,8 @@ type LetGo struct {
 
 // Outcome is what a LetGo did, field by field.
 type Outcome struct {
+	// Restored are the fields whose previous values were put back.
+	Restored *fieldpath.Set
 	// Moved are the fields handed back to their previous owners.
 	Moved *fieldpath.Set
 	// Released are the fields left in place without an owner.
@@ -51,10 +60,11 @@ type Outcome struct {
 }
 
 func emptyOutcome() Outcome {
-	return Outcome{Moved: fieldpath.NewSet(), Released: fieldpath.NewSet(), Removed: fieldpath.NewSet(), Kept: fieldpath.NewSet()}
+	return Outcome{Restored: fieldpath.NewSet(), Moved: fieldpath.NewSet(), Released: fieldpath.NewSet(), Removed: fieldpath.NewSet(), Kept: fieldpath.NewSet()}
 }
 
-// LetGo computes g on s: HandBack to g.Previous, Release of g.Release,
+// LetGo computes g on s: the previous values of g.Restore (restore),
+// HandBack to g.Previous, Release of g.Release,
 // then Relinquish when g.Relinquish, each step checked against the
 // invariants (Check). It returns the state after, what was done, and
 // ErrUnpredictable (wrapped) when Relinquish cannot be computed (entries of
@@ -62,9 +72,19 @@ func emptyOutcome() Outcome {
 func (m Model) LetGo(s State, manager string, g LetGo) (State, Outcome, error) {
 	out := emptyOutcome()
 	next := s
+	if g.Restore != nil {
+		var err error
+		if next, out.Restored, err = m.restore(s, manager, g.Restore); err != nil {
+			return State{}, out, err
+		}
+		if err := m.Check(s, next, Op{Kind: OpRestore, Manager: manager, Fields: out.Restored}); err != nil {
+			return State{}, out, err
+		}
+	}
 	if len(g.Previous) > 0 {
+		before := next
 		next, out.Moved = HandBack(next, manager, g.Previous)
-		if err := m.Check(s, next, Op{Kind: OpHandBack, Manager: manager, Previous: g.Previous}); err != nil {
+		if err := m.Check(before, next, Op{Kind: OpHandBack, Manager: manager, Previous: g.Previous}); err != nil {
 			return State{}, out, err
 		}
 	}
