@@ -92,7 +92,7 @@ var (
 	// event of the step gives the number of fields.
 	HandBacksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fieldops_handbacks_total",
-		Help: "Steps that gave fields back (one per step, not per field), by controller, object kind and step (HandBack: fields moved to their previous owners; Relinquish: fields released or removed).",
+		Help: "Steps that gave fields back (one per step, not per field), by controller, object kind and step (HandBack: fields moved to their previous owners; Relinquish: fields released or removed; Restore: previous values put back).",
 	}, []string{"controller", "kind", "step"})
 
 	// Contested is 1 for each FieldPatch or ClusterFieldPatch whose repairs
@@ -108,6 +108,7 @@ var (
 const (
 	StepHandBack   = "HandBack"
 	StepRelinquish = "Relinquish"
+	StepRestore    = "Restore"
 )
 
 // SetContested records whether the object is contested: manager is the

@@ -66,15 +66,17 @@ type ApplyOptions struct {
 	// (an apply that meets an object after all updates it, as SSA does,
 	// and reports Created). Ignored when Live is set.
 	Absent bool
-	// BeforeForce, when set, is called with the conflicts the strategy
-	// forces (Result.Forced), right before the request that forces them;
+	// BeforeForce, when set, is called with the object the apply was
+	// decided on (the values the forced fields hold until the request) and
+	// the conflicts the strategy forces (Result.Forced), right before the
+	// request that forces them;
 	// an error stops the apply, nothing forced is sent, and Apply returns
 	// it. A caller that records which fields it shares with other managers
 	// saves that record there: the forced write takes those fields from
 	// them, and should the write land and a later save be lost (a crash),
 	// the record would read as those managers letting the fields go. Not
 	// called for a dry run.
-	BeforeForce func(ctx context.Context, forced []Conflict) error
+	BeforeForce func(ctx context.Context, live *unstructured.Unstructured, forced []Conflict) error
 }
 
 // ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
@@ -336,7 +338,7 @@ func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructu
 	for round := 0; ; round++ {
 		out, applyOpts := applyRequest(intent, live, force, opts)
 		if force && !opts.DryRun && opts.BeforeForce != nil {
-			if err := opts.BeforeForce(ctx, res.Forced); err != nil {
+			if err := opts.BeforeForce(ctx, live, res.Forced); err != nil {
 				return *res, err
 			}
 		}

@@ -71,47 +71,74 @@ func (m Model) MergeValues(older, newer *unstructured.Unstructured) (*unstructur
 	return &unstructured.Unstructured{Object: out}, nil
 }
 
-// restore puts back the previous values of the fields manager owns alone
-// (no other entry holds them: nobody wrote them since, or they would own
-// them) among those values covers, before a hand-back moves them to their
-// previous owners. A field another manager owns too keeps its value: it
-// was written since (ChangedSince says by whom). It returns the next
-// state and the fields restored.
-func (m Model) restore(s State, manager string, values *unstructured.Unstructured) (State, *fieldpath.Set, error) {
+// RestoreIntent is what manager applies to put back the previous values
+// of the fields it owns alone (no other entry holds them: nobody wrote
+// them since, or they would own them) among those values covers: its
+// Apply entry's fields as they are in s (extracted, as client-go's
+// Extract does), with those fields' previous values. Applied without
+// force, it keeps manager's fields and changes only those values (a JSON
+// patch of values and managed fields cannot: the apiserver records a
+// value it changes as the requester's, SSA docs "Using Update to change
+// managed fields"). A field another manager owns too keeps its value: it
+// was written since (ChangedSince says by whom). restore is empty (and
+// intent nil) when there is nothing to put back.
+func (m Model) RestoreIntent(s State, manager string, values *unstructured.Unstructured) (intent *unstructured.Unstructured, restore *fieldpath.Set, err error) {
 	vt, err := m.typedContent(values)
 	if err != nil {
-		return State{}, nil, fmt.Errorf("previous values: %w", err)
+		return nil, nil, fmt.Errorf("previous values: %w", err)
 	}
 	covered, err := vt.ToFieldSet()
 	if err != nil {
-		return State{}, nil, err
+		return nil, nil, err
 	}
-	restore := valueLeaves(covered).Intersection(s.ours(manager)).Difference(s.othersOf(manager))
+	applied := s.Owners.Applied(manager)
+	if applied == nil {
+		return nil, fieldpath.NewSet(), nil
+	}
+	restore = valueLeaves(covered).Intersection(applied.Fields).Difference(s.othersOf(manager))
 	if restore.Empty() {
-		return s, restore, nil
+		return nil, restore, nil
 	}
 	st, err := m.typedContent(s.Object)
 	if err != nil {
-		return State{}, nil, err
+		return nil, nil, err
 	}
-	merged, err := st.Merge(vt.ExtractItems(withItemKeys(restore)))
+	merged, err := st.ExtractItems(applied.Fields).Merge(vt.ExtractItems(withItemKeys(restore)))
 	if err != nil {
-		return State{}, nil, err
+		return nil, nil, err
 	}
 	// Through JSON, so that numbers are what a decoded object holds
 	// (int64, float64), as in every other state.
-	raw, err := json.Marshal(merged.AsValue().Unstructured())
+	content, _ := merged.AsValue().Unstructured().(map[string]interface{})
+	if content == nil {
+		content = map[string]interface{}{}
+	}
+	content["apiVersion"], content["kind"] = s.Object.GetAPIVersion(), s.Object.GetKind()
+	raw, err := json.Marshal(content)
 	if err != nil {
-		return State{}, nil, err
+		return nil, nil, err
 	}
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(raw); err != nil {
-		return State{}, nil, err
+	intent = &unstructured.Unstructured{}
+	if err := intent.UnmarshalJSON(raw); err != nil {
+		return nil, nil, err
 	}
-	if mf, ok, _ := unstructured.NestedFieldNoCopy(s.Object.Object, "metadata", "managedFields"); ok {
-		_ = unstructured.SetNestedField(obj.Object, mf, "metadata", "managedFields")
+	intent.SetName(s.Object.GetName())
+	intent.SetNamespace(s.Object.GetNamespace())
+	return intent, restore, nil
+}
+
+// restore is the apply of RestoreIntent: the next state and the fields
+// whose values were put back.
+func (m Model) restore(s State, manager string, values *unstructured.Unstructured) (State, *fieldpath.Set, error) {
+	intent, restore, err := m.RestoreIntent(s, manager, values)
+	if err != nil || intent == nil {
+		return s, restore, err
 	}
-	return State{Object: obj, Owners: s.Owners, SamePaths: s.SamePaths, setAside: s.setAside}, restore, nil
+	next, err := m.Apply(s, intent, manager, false)
+	if err != nil {
+		return State{}, nil, fmt.Errorf("restore: %w", err)
+	}
+	return next, restore, nil
 }
 
 // valueLeaves are the leaves of a PreviousValues field set but the key

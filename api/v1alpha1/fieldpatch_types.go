@@ -68,9 +68,10 @@ const (
 )
 
 // DeletionPolicy says what deleting a FieldPatch (or dropping a field from
-// its patch) does to the fields it wrote. No policy ever changes a value
-// that existed before the patch, nor deletes the target.
-// +kubebuilder:validation:Enum=HandBack;Relinquish;Orphan
+// its patch) does to the fields it wrote. No policy but Restore ever
+// changes a value that existed before the patch, and none deletes the
+// target.
+// +kubebuilder:validation:Enum=HandBack;Relinquish;Orphan;Restore
 type DeletionPolicy string
 
 const (
@@ -87,6 +88,13 @@ const (
 	// values stay, unowned, the added ones included; only the patch's
 	// managed fields entry goes.
 	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+	// DeletionPolicyRestore gives every field the patch took its value from
+	// before the patch first wrote it back, with its previous owner, when
+	// nobody has written it since; a field another manager wrote since
+	// keeps its value and owner. Fields the patch added are removed. The
+	// previous values are kept in a Secret the patch owns, never in its
+	// status.
+	DeletionPolicyRestore DeletionPolicy = "Restore"
 )
 
 // TargetReference names the object a FieldPatch changes. Admission refuses

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,10 @@ import (
 //   - Relinquish: the fields the patch took stay, unowned (Release); the
 //     fields it added are removed.
 //   - Orphan: every field the patch wrote stays, unowned.
+//   - Restore: as HandBack, but each taken field the patch still owns
+//     alone first gets back the value it held before the patch's first
+//     write (savePreviousValues); one another manager wrote since keeps
+//     its value and owner (ChangedSince: a Warning event names it).
 //
 // The record of previous owners first follows the target (an owner that
 // removed or let go of a field gets nothing back). Every step is guarded
@@ -161,10 +166,15 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 		return err
 	}
 	ledger.Follow(owners, present, manager)
-	_, out, err := applier.LetGo(ctx, ref, live, manager, deletionLetGo(policy, ledger, ours.Fields, ledger.Departed(owners, manager)))
+	g := deletionLetGo(policy, ledger, ours.Fields, ledger.Departed(owners, manager))
+	if g.Restore, err = r.readPreviousValues(ctx, applier, obj, st.TargetUID); err != nil {
+		return err
+	}
+	_, out, err := applier.LetGo(ctx, ref, live, manager, g)
 	if err != nil {
 		return err
 	}
+	r.reportChangedSince(obj, applier, live, manager, g.Restore)
 	r.reportGiveBack(obj, policy, ref, manager, out)
 	return nil
 }
@@ -198,9 +208,13 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.Deleti
 		}
 	}
 	reason := ReasonRelinquished
-	if !out.Moved.Empty() {
+	switch {
+	case !out.Restored.Empty():
+		reason = ReasonRestored
+	case !out.Moved.Empty():
 		reason = ReasonHandedBack
 	}
+	step(out.Restored, metrics.StepRestore, "restored %d fields of %s %s to the values they held before the patch", kind, name)
 	step(out.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners", kind, name)
 	what := "the patch took"
 	if policy == v1alpha1.DeletionPolicyOrphan {
@@ -212,6 +226,40 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.Deleti
 	if len(done) > 0 {
 		r.event(obj, corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
 	}
+}
+
+// reportChangedSince records, for a Restore, which fields with previous
+// values other managers wrote since the patch did (they keep their values
+// and owners), naming each manager: a Warning event, and a note in the
+// Ready condition while the deletion lasts. Paths and managers only,
+// never a value.
+func (r *Reconciler) reportChangedSince(obj v1alpha1.Patcher, applier *ownershipcore.Applier, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) {
+	if values == nil {
+		return
+	}
+	s, err := ownershipcore.NewState(live, true)
+	if err != nil {
+		return
+	}
+	changed, err := applier.Model().ChangedSince(s, manager, values)
+	if err != nil || len(changed) == 0 {
+		return
+	}
+	msg := "not restored, written since the patch by another field manager: " + describeChanged(changed)
+	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonChangedSince, notes.Condition(msg))
+	r.event(obj, corev1.EventTypeWarning, ReasonChangedSince, "%s", msg)
+}
+
+// describeChanged prints fields by manager: `.data.x (ops), .spec.y (kubectl-edit)`.
+func describeChanged(changed map[string]*fieldset.Set) string {
+	var parts []string
+	for manager, fields := range changed {
+		for _, p := range patchintent.Leaves(fields) {
+			parts = append(parts, fmt.Sprintf("%s (%s)", p, ownershipcore.DescribeManager(manager)))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(firstN(parts, 10), ", ")
 }
 
 func (r *Reconciler) deleteFailed(obj v1alpha1.Patcher, err error) (ctrl.Result, error) {

@@ -318,7 +318,10 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 	var err error
 	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
 		p.res, err = p.applier.Apply(ctx, p.d.Intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
-			BeforeForce: func(ctx context.Context, forced []ownershipcore.Conflict) error {
+			BeforeForce: func(ctx context.Context, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
+				if err := r.savePreviousValues(ctx, p, live, forced); err != nil {
+					return err
+				}
 				return r.recordTakes(ctx, p, forced)
 			}})
 		if err == nil && p.res.Wrote() {

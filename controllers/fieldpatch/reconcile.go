@@ -145,6 +145,10 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, p *pass) (*unstructure
 	}
 	target := p.ref.DeepCopy()
 	target.SetUID(p.live.GetUID())
+	var err error
+	if give.Restore, err = r.readPreviousValues(ctx, p.applier, p.obj, p.uid()); err != nil {
+		return nil, err
+	}
 	res, out, err := p.applier.LetGo(ctx, target, p.live, p.manager, give)
 	if err != nil {
 		return nil, err
@@ -154,8 +158,16 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, p *pass) (*unstructure
 		return p.live, nil
 	}
 	given := out.Moved.Union(out.Released)
-	r.event(p.obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.obj.PatchSpec().DeletionPolicy), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
+	r.event(p.obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.obj.PatchSpec().DeletionPolicy), restoredNote(out), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
 	return res.Object, nil
+}
+
+// restoredNote says how many fields got their previous values back.
+func restoredNote(out ownershipcore.Outcome) string {
+	if n := len(patchintent.Leaves(out.Restored)); n > 0 {
+		return fmt.Sprintf(", %d restored to their previous values", n)
+	}
+	return ""
 }
 
 func policyOrDefault(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {

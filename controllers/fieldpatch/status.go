@@ -41,6 +41,8 @@ const (
 	ReasonApplyFailed       = "ApplyFailed"
 	ReasonDriftRepaired     = "DriftRepaired"
 	ReasonHandedBack        = "HandedBack"
+	ReasonRestored          = "Restored"
+	ReasonChangedSince      = "ChangedSince"
 	ReasonRelinquished      = "Relinquished"
 	ReasonDeleteFailed      = "DeleteFailed"
 	ReasonPluginUnavailable = "PluginUnavailable"

@@ -110,7 +110,8 @@ func (d *Decision) Rebase(l *ownershipcore.Ledger) {
 // GiveBack is what the patch lets go of before its apply, exactly as
 // deletion would let go of it: the fields it owns and took from others
 // that its intent no longer sets (an edit dropped them). Under
-// HandBack they go to their previous owners (but those of a departed
+// HandBack (and Restore, whose caller adds the previous values: LetGo.Restore)
+// they go to their previous owners (but those of a departed
 // fieldops object, which stay without an owner: Ledger.Departed); under
 // Relinquish they stay without an owner; under Orphan every dropped field
 // does. Without this the apply would remove them. Recorded fields that
@@ -133,7 +134,7 @@ func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped *fieldset.Set) 
 	if dropped.Leaves().Empty() {
 		return ownershipcore.LetGo{}, fieldset.NewSet()
 	}
-	if d.policy != v1alpha1.DeletionPolicyHandBack && d.policy != "" {
+	if d.policy == v1alpha1.DeletionPolicyRelinquish || d.policy == v1alpha1.DeletionPolicyOrphan {
 		return ownershipcore.LetGo{Release: dropped}, dropped
 	}
 	departed := d.Ledger.Departed(d.Owners, d.Manager).Intersection(dropped)

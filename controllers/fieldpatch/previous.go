@@ -1,0 +1,175 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package fieldpatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// Previous values (deletionPolicy Restore) are kept in a Secret the patch
+// owns (garbage-collected with it), never in its status, events, logs or
+// metrics: a viewer of FieldPatches who may not read Secrets cannot read
+// what a Secret target held. A FieldPatch's Secret is in its own
+// namespace and read and written with its account's rights; a
+// ClusterFieldPatch's is in the manager's namespace.
+const (
+	// PreviousValuesKey is the Secret's key of the previous values: a
+	// partial object of the target's kind (ownershipcore.PreviousValues).
+	PreviousValuesKey = "values.json"
+	// PreviousTargetKey is the Secret's key of the UID of the target the
+	// values are of.
+	PreviousTargetKey = "targetUID"
+	// LabelPreviousValuesOf labels the Secret with the UID of its patch.
+	LabelPreviousValuesOf = "fieldops.dev/previous-values-of"
+)
+
+// previousValuesKey is where obj's previous values are kept.
+func (r *Reconciler) previousValuesKey(obj v1alpha1.Patcher) (client.ObjectKey, error) {
+	name := "fieldops-previous-" + string(obj.GetUID())
+	if !r.Cluster {
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, nil
+	}
+	if r.Tenancy.OwnNamespace == "" {
+		return client.ObjectKey{}, skeleton.Terminal(ReasonInvalidPatch, "deletionPolicy Restore of a ClusterFieldPatch keeps previous values in the manager's namespace, which the manager was not told (POD_NAMESPACE)")
+	}
+	return client.ObjectKey{Namespace: r.Tenancy.OwnNamespace, Name: name}, nil
+}
+
+// secretsClient writes obj's Secret: a FieldPatch's account's client
+// (applier's), the manager's own for a ClusterFieldPatch, which only
+// cluster administrators create.
+func (r *Reconciler) secretsClient(applier *ownershipcore.Applier) client.Client {
+	if r.Cluster {
+		return r.Client
+	}
+	return applier.Client
+}
+
+// savePreviousValues keeps, before an apply forces fields of a patch with
+// deletionPolicy Restore, the values those fields hold in live (the
+// object the apply was decided on): added to the values kept before (an
+// earlier value of a field wins: it is the one from before the patch's
+// first write), in one create or optimistically locked update of the
+// Secret. Other policies keep nothing.
+func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
+	if p.obj.PatchSpec().DeletionPolicy != v1alpha1.DeletionPolicyRestore || live == nil || len(forced) == 0 {
+		return nil
+	}
+	m := p.applier.Model()
+	values, err := m.PreviousValues(live, patchintent.ForcedFields(forced))
+	if err != nil {
+		return fmt.Errorf("previous values: %w", err)
+	}
+	key, err := r.previousValuesKey(p.obj)
+	if err != nil {
+		return err
+	}
+	uid := string(live.GetUID())
+	older, err := r.readPrevious(ctx, p.applier, key, uid)
+	if err != nil {
+		return err
+	}
+	merged, err := m.MergeValues(older, values)
+	if err != nil {
+		return fmt.Errorf("previous values: %w", err)
+	}
+	raw, err := json.Marshal(merged.Object)
+	if err != nil {
+		return err
+	}
+	secret := r.previousValuesSecret(p.obj, key, map[string][]byte{PreviousValuesKey: raw, PreviousTargetKey: []byte(uid)})
+	if err := r.secretsClient(p.applier).Patch(ctx, secret, client.Apply, client.FieldOwner(previousValuesManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("keep the previous values in Secret %s: %w", key, err)
+	}
+	return nil
+}
+
+// previousValuesManager is the field manager of the previous values'
+// Secret.
+const previousValuesManager = "fieldops-previous-values"
+
+// previousValuesSecret is the apply configuration of obj's Secret of
+// previous values holding data, owned by obj.
+func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.ObjectKey, data map[string][]byte) *corev1.Secret {
+	gvk := v1alpha1.GroupVersion.WithKind("FieldPatch")
+	if r.Cluster {
+		gvk = v1alpha1.GroupVersion.WithKind("ClusterFieldPatch")
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: key.Name, Namespace: key.Namespace,
+			Labels:          map[string]string{LabelPreviousValuesOf: string(obj.GetUID()), "app.kubernetes.io/managed-by": "fieldops"},
+			Annotations:     map[string]string{"fieldops.dev/patch": obj.GetNamespace() + "/" + obj.GetName()},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, gvk)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+}
+
+// decodePrevious reads the previous values of secret for the target with
+// uid: nil when it holds none, or holds those of another target (deleted
+// and recreated under the same name).
+func decodePrevious(secret *corev1.Secret, uid string) (*unstructured.Unstructured, error) {
+	raw := secret.Data[PreviousValuesKey]
+	if len(raw) == 0 || string(secret.Data[PreviousTargetKey]) != uid {
+		return nil, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %s does not decode", secret.Namespace, secret.Name, PreviousValuesKey)
+	}
+	return u, nil
+}
+
+// readPreviousValues reads obj's previous values for the target with uid;
+// nil when none were kept (the patch forced nothing, or its Secret is
+// gone: then the fields are handed back as HandBack does).
+func (r *Reconciler) readPreviousValues(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, uid string) (*unstructured.Unstructured, error) {
+	if obj.PatchSpec().DeletionPolicy != v1alpha1.DeletionPolicyRestore {
+		return nil, nil
+	}
+	key, err := r.previousValuesKey(obj)
+	if err != nil {
+		return nil, err
+	}
+	return r.readPrevious(ctx, applier, key, uid)
+}
+
+// readPrevious reads the previous values in the Secret key for the target
+// with uid, without a cache (no informer of Secrets): the account's own
+// client for a FieldPatch, the manager's API reader for a
+// ClusterFieldPatch or a patch acting with the manager's rights. Nil when
+// there is none.
+func (r *Reconciler) readPrevious(ctx context.Context, applier *ownershipcore.Applier, key client.ObjectKey, uid string) (*unstructured.Unstructured, error) {
+	reader := client.Reader(applier.Client)
+	if r.Cluster || applier == r.Applier {
+		reader = r.reader()
+	}
+	secret := &corev1.Secret{}
+	if err := reader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read the previous values: %w", err)
+	}
+	return decodePrevious(secret, uid)
+}
