@@ -162,7 +162,7 @@ STEPS ?= 12
 
 .PHONY: fuzz-model
 fuzz-model: ## Run N random sequences over the ownership model alone (default 100000, STEPS=12): make fuzz-model SEED=42 N=100000.
-	GOGC=$(TEST_GOGC) go test -count=1 -timeout 0 -v -run '^TestModelSequences$$' ./ownershipcore/modelfuzz/ -args -model-seed=$(SEED) \
+	GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test -count=1 -trimpath -timeout 0 -v -run '^TestModelSequences$$' ./ownershipcore/modelfuzz/ -args -model-seed=$(SEED) \
 	  -model-sequences=$(if $(filter command line environment,$(origin N)),$(N),100000) -model-steps=$(STEPS)
 
 .PHONY: fuzz-faults
