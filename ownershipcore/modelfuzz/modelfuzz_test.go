@@ -55,9 +55,9 @@ func lessGC() (restore func()) {
 // TestModelSequences runs -model-sequences random sequences over the model
 // and fails with the shortest failing one (shrunk), naming its seed. It
 // runs one sequence at a time on each of GOMAXPROCS workers; one
-// sequence of 12 steps costs about 4 ms of CPU (BenchmarkModelSequence),
-// so 10,000 of 8 steps take about 12 s on 2 idle cores and 100,000 of 12
-// about 4 minutes.
+// sequence of 12 steps costs about 4 ms of CPU (BenchmarkModelSequence
+// measures one), so 10,000 of 8 steps take about 12 s on 2 idle cores and
+// 100,000 of 12 about 3.5 minutes.
 func TestModelSequences(t *testing.T) {
 	r, err := NewRunner()
 	if err != nil {
