@@ -246,44 +246,53 @@ func readRawEntries(obj map[string]interface{}) (entries []rawEntry, found, ok b
 	}
 	entries = make([]rawEntry, 0, len(items))
 	for _, item := range items {
-		m, isMap := item.(map[string]interface{})
-		if !isMap {
+		e, ok := readRawEntry(item)
+		if !ok {
 			return nil, true, false
-		}
-		var e rawEntry
-		for k, v := range m {
-			if k == "fieldsV1" {
-				f, isMap := v.(map[string]interface{})
-				if !isMap || !onlyMaps(f) {
-					return nil, true, false
-				}
-				e.fieldsV1 = f
-				continue
-			}
-			s, isString := v.(string)
-			if !isString {
-				return nil, true, false
-			}
-			switch k {
-			case "manager":
-				e.manager = s
-			case "operation":
-				e.operation = s
-			case "apiVersion":
-				e.apiVersion = s
-			case "time":
-				e.time, e.hasTime = s, true
-			case "fieldsType":
-				e.fieldsType = s
-			case "subresource":
-				e.subresource = s
-			default:
-				return nil, true, false
-			}
 		}
 		entries = append(entries, e)
 	}
 	return entries, true, true
+}
+
+// readRawEntry reads one item of metadata.managedFields; ok is false when
+// it is not of the converter's shape.
+func readRawEntry(item interface{}) (e rawEntry, ok bool) {
+	m, isMap := item.(map[string]interface{})
+	if !isMap {
+		return e, false
+	}
+	for k, v := range m {
+		if k == "fieldsV1" {
+			f, isMap := v.(map[string]interface{})
+			if !isMap || !onlyMaps(f) {
+				return e, false
+			}
+			e.fieldsV1 = f
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			return e, false
+		}
+		switch k {
+		case "manager":
+			e.manager = s
+		case "operation":
+			e.operation = s
+		case "apiVersion":
+			e.apiVersion = s
+		case "time":
+			e.time, e.hasTime = s, true
+		case "fieldsType":
+			e.fieldsType = s
+		case "subresource":
+			e.subresource = s
+		default:
+			return e, false
+		}
+	}
+	return e, true
 }
 
 // onlyMaps reports whether every value in m is a map of the same kind (the
@@ -387,32 +396,10 @@ func (m ManagedFields) setEncoded(u *unstructured.Unstructured) (bool, error) {
 		if e.Fields == nil || e.Fields.Empty() {
 			continue
 		}
-		if e.Time != nil && e.Time.IsZero() {
-			slow = true // the converter writes a null time
-			break
-		}
-		fields, ok := fieldsToMap(e.Fields, false)
+		item, ok := encodeEntry(e)
 		if !ok {
 			slow = true
 			break
-		}
-		item := make(map[string]interface{}, 7)
-		if e.Manager != "" {
-			item["manager"] = e.Manager
-		}
-		if e.Operation != "" {
-			item["operation"] = string(e.Operation)
-		}
-		if e.APIVersion != "" {
-			item["apiVersion"] = e.APIVersion
-		}
-		if e.Time != nil {
-			item["time"] = e.Time.ToUnstructured()
-		}
-		item["fieldsType"] = "FieldsV1"
-		item["fieldsV1"] = fields
-		if e.Subresource != "" {
-			item["subresource"] = e.Subresource
 		}
 		items = append(items, item)
 	}
@@ -436,6 +423,38 @@ func (m ManagedFields) setEncoded(u *unstructured.Unstructured) (bool, error) {
 	}
 	md["managedFields"] = items
 	return true, nil
+}
+
+// encodeEntry is e as the converter writes it into an unstructured object
+// (empty strings and a nil time left out); ok is false when only the
+// converter can write it: a zero time (written as null), or fields whose
+// path elements do not serialize to distinct valid UTF-8 keys.
+func encodeEntry(e Entry) (item map[string]interface{}, ok bool) {
+	if e.Time != nil && e.Time.IsZero() {
+		return nil, false
+	}
+	fields, ok := fieldsToMap(e.Fields, false)
+	if !ok {
+		return nil, false
+	}
+	item = make(map[string]interface{}, 7)
+	putString(item, "manager", e.Manager)
+	putString(item, "operation", string(e.Operation))
+	putString(item, "apiVersion", e.APIVersion)
+	putString(item, "subresource", e.Subresource)
+	if e.Time != nil {
+		item["time"] = e.Time.ToUnstructured()
+	}
+	item["fieldsType"] = "FieldsV1"
+	item["fieldsV1"] = fields
+	return item, true
+}
+
+// putString sets item[key] to v unless v is empty (omitempty).
+func putString(item map[string]interface{}, key, v string) {
+	if v != "" {
+		item[key] = v
+	}
 }
 
 // ownersOf is Owners of an unstructured object: decodeEntries of
