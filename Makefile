@@ -158,11 +158,14 @@ fuzz: control-plane ## Run N random ownership sequences from SEED (test/invarian
 # ownership core's model alone, no apiserver. `make test` runs 10,000 of 8
 # steps; `make fuzz-model` runs N (default 100,000) of STEPS (default 12)
 # from SEED on every core and prints the shortest failing sequence, shrunk.
+# Measured: about 4 ms of CPU per sequence of 12 steps (250 sequences/s per
+# core), so 100,000 take about 3.5 minutes on 2 idle cores and 10,000 of 8
+# steps about 12 s.
 STEPS ?= 12
 
 .PHONY: fuzz-model
 fuzz-model: ## Run N random sequences over the ownership model alone (default 100000, STEPS=12): make fuzz-model SEED=42 N=100000.
-	GOGC=$(TEST_GOGC) go test -count=1 -timeout 0 -v -run '^TestModelSequences$$' ./ownershipcore/modelfuzz/ -args -model-seed=$(SEED) \
+	GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test -count=1 -trimpath -timeout 0 -v -run '^TestModelSequences$$' ./ownershipcore/modelfuzz/ -args -model-seed=$(SEED) \
 	  -model-sequences=$(if $(filter command line environment,$(origin N)),$(N),100000) -model-steps=$(STEPS)
 
 .PHONY: fuzz-faults

@@ -84,7 +84,7 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 	if err := relabel(obj); err != nil {
 		return State{}, err
 	}
-	if s.setAside && len(obj.GetManagedFields()) == 0 {
+	if s.setAside && len(managedFieldsOf(obj)) == 0 {
 		// With no managed fields at all the field manager takes the
 		// object for one never applied and gives every field to an
 		// invented "before-first-apply" manager: an entry that owns
@@ -122,7 +122,26 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 // than version that version, noting their own in restore. Two entries that
 // would then share a key are unpredictable.
 func relabelEntries(u *unstructured.Unstructured, version string, restore map[ManagerKey]string) error {
-	entries := u.GetManagedFields()
+	if raw, _, ok := readRawEntries(u.Object); ok && sameVersion(raw, version) {
+		// Nothing to relabel: only the keys are checked, on the items
+		// as they are (when every one reads as GetManagedFields reads
+		// it).
+		seen := make(map[ManagerKey]bool, len(raw))
+		for _, e := range raw {
+			if _, ok := e.parseTime(); !ok {
+				return nil // GetManagedFields reads no entry at all
+			}
+		}
+		for _, e := range raw {
+			key := e.key()
+			if seen[key] {
+				return fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
+			}
+			seen[key] = true
+		}
+		return nil
+	}
+	entries := managedFieldsOf(u)
 	changed := false
 	seen := map[ManagerKey]bool{}
 	for i, e := range entries {
@@ -143,6 +162,17 @@ func relabelEntries(u *unstructured.Unstructured, version string, restore map[Ma
 	return nil
 }
 
+// sameVersion reports whether no entry of raw is of the main resource in
+// another version than version (relabelEntries changes none).
+func sameVersion(raw []rawEntry, version string) bool {
+	for _, e := range raw {
+		if e.subresource == "" && e.apiVersion != "" && e.apiVersion != version {
+			return false
+		}
+	}
+	return true
+}
+
 // Predict checks that a write of after as an imperative request by manager
 // (Commit's JSON patch, which sets the content and the managed fields
 // together) is recorded by the apiserver's own field manager as after: no
@@ -161,7 +191,7 @@ func (m Model) Predict(before, after State, manager string) error {
 	if err != nil {
 		return err
 	}
-	if len(next.GetManagedFields()) == 0 {
+	if len(managedFieldsOf(next)) == 0 {
 		// No entry at all reads as "keep the live ones": the write sends
 		// one empty entry, which clears them (SSA docs, "Clearing
 		// managedFields").
@@ -229,14 +259,32 @@ func entryMap(owners ManagedFields) map[ManagerKey]*fieldpath.Set {
 }
 
 // comparableContent is obj's content without managed fields and
-// server-set metadata.
+// server-set metadata. It shares obj's values (only the top level and
+// metadata are copied): it is for comparing, not for changing.
 func comparableContent(obj *unstructured.Unstructured) map[string]interface{} {
-	c := (&unstructured.Unstructured{Object: WithoutManagedFields(obj.Object)}).DeepCopy()
-	for _, f := range []string{"resourceVersion", "generation", "uid", "creationTimestamp"} {
-		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	if obj.Object == nil {
+		return nil
 	}
-	if md, ok := c.Object["metadata"].(map[string]interface{}); ok && len(md) == 0 {
-		delete(c.Object, "metadata")
+	out := make(map[string]interface{}, len(obj.Object))
+	for k, v := range obj.Object {
+		out[k] = v
 	}
-	return c.Object
+	md, ok := out["metadata"].(map[string]interface{})
+	if !ok {
+		return out
+	}
+	kept := make(map[string]interface{}, len(md))
+	for k, v := range md {
+		switch k {
+		case "managedFields", "resourceVersion", "generation", "uid", "creationTimestamp":
+		default:
+			kept[k] = v
+		}
+	}
+	if len(kept) == 0 {
+		delete(out, "metadata")
+	} else {
+		out["metadata"] = kept
+	}
+	return out
 }

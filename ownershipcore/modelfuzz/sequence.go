@@ -188,6 +188,9 @@ func (f *Failure) Error() string { return fmt.Sprintf("step %d: %v", f.Step, f.E
 // Runner runs sequences over a model.
 type Runner struct {
 	Model ownershipcore.Model
+	// Observe, when set, is called with the object's state after every
+	// step; an error fails the sequence at that step.
+	Observe func(ownershipcore.State) error
 }
 
 // NewRunner returns a runner over the Widget schema.
@@ -210,7 +213,11 @@ type world struct {
 func (r *Runner) Run(steps []Step) error {
 	w := &world{ledgers: map[string]*ownershipcore.Ledger{}}
 	for i, s := range steps {
-		if err := r.step(w, s); err != nil {
+		err := r.step(w, s)
+		if err == nil && r.Observe != nil && w.exists {
+			err = r.Observe(w.state)
+		}
+		if err != nil {
 			return &Failure{Step: i, Err: fmt.Errorf("%s: %w", s, err)}
 		}
 	}
