@@ -91,6 +91,38 @@ func TestLedgerFollowsOwners(t *testing.T) {
 		present: []string{".spec.replicas"},
 		want:    map[string][]string{"hpa": {".spec.replicas"}},
 	}, {
+		name:    "shared set item, removed by its owner and applied again by a workload before fp looked: forgotten",
+		owners:  ownershipcore.ManagedFields{entry(t, "helm", update, `.spec.tags[="t"]`)},
+		intent:  []string{`.spec.tags[="t"]`},
+		written: ownershipcore.ManagedFields{entry(t, "helm", update, `.spec.tags[="t"]`), entry(t, "fp", apply, `.spec.tags[="t"]`)},
+		later:   ownershipcore.ManagedFields{entry(t, "mw", apply, `.spec.tags[="t"]`)},
+		present: []string{`.spec.tags[="t"]`},
+		want:    map[string][]string{},
+	}, {
+		name:    "shared, then a third manager took it from both: forgotten (helm lost it to ops, not to fp)",
+		owners:  ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.mode")},
+		intent:  []string{".data.mode"},
+		written: ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.mode"), entry(t, "fp", apply, ".data.mode")},
+		later:   ownershipcore.ManagedFields{entry(t, "helm", apply), entry(t, "ops", update, ".data.mode")},
+		present: []string{".data.mode"},
+		want:    map[string][]string{},
+	}, {
+		name:    "taken by force, then a third manager took it from fp: kept (a repair gives it back to the owner fp displaced)",
+		owners:  ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.mode")},
+		intent:  []string{".data.mode"},
+		written: ownershipcore.ManagedFields{entry(t, "fp", apply, ".data.mode")},
+		later:   ownershipcore.ManagedFields{entry(t, "ops", update, ".data.mode")},
+		present: []string{".data.mode"},
+		want:    map[string][]string{"helm": {".data.mode"}},
+	}, {
+		name:    "shared, then both lost it and nobody owns it: kept",
+		owners:  ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.mode")},
+		intent:  []string{".data.mode"},
+		written: ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.mode"), entry(t, "fp", apply, ".data.mode")},
+		later:   ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.other")},
+		present: []string{".data.mode", ".data.other"},
+		want:    map[string][]string{"helm": {".data.mode"}},
+	}, {
 		name:    "added field (no owner before): nothing recorded",
 		owners:  ownershipcore.ManagedFields{entry(t, "helm", apply, ".data.a")},
 		intent:  []string{".data.x"},
@@ -357,8 +389,11 @@ func TestLedgerUnshare(t *testing.T) {
 			// What the status holds; the reconcile works on l.
 			stored := copyLedger(l)
 			if tc.seen != nil {
-				// The reconcile of the take follows it in memory.
+				// The reconcile of the take follows it in memory: hpa lost
+				// the field to helm, not to fp, and is forgotten; the take
+				// records the owner fp displaces now, helm.
 				l.Follow(tc.seen, set(t, ".spec.mode"), "fp")
+				l.Record(tc.seen, set(t, ".spec.mode"), "fp")
 			}
 			if saved {
 				// Whether to save is read from what is stored: in memory,
@@ -373,8 +408,12 @@ func TestLedgerUnshare(t *testing.T) {
 			// reconcile starts from what was stored.
 			stored.Follow(forcedByFP, set(t, ".spec.mode"), "fp")
 			got := paths(stored)
-			if saved && !reflect.DeepEqual(got, map[string][]string{"hpa": {".spec.mode"}}) {
-				t.Errorf("%s, saved before the write: ledger = %v, want hpa kept", tc.name, got)
+			want := "hpa"
+			if tc.seen != nil {
+				want = "helm"
+			}
+			if saved && !reflect.DeepEqual(got, map[string][]string{want: {".spec.mode"}}) {
+				t.Errorf("%s, saved before the write: ledger = %v, want %s kept", tc.name, got, want)
 			}
 			if !saved && len(got) != 0 {
 				t.Errorf("%s, not saved: ledger = %v; the test no longer shows what a lost save costs", tc.name, got)
@@ -393,7 +432,173 @@ func TestLedgerUnshare(t *testing.T) {
 func copyLedger(l *ownershipcore.Ledger) *ownershipcore.Ledger {
 	out := &ownershipcore.Ledger{Recorded: l.Recorded.Copy()}
 	for _, e := range l.Entries {
-		out.Entries = append(out.Entries, ownershipcore.LedgerEntry{ManagerKey: e.ManagerKey, Fields: e.Fields.Copy(), Shared: e.Shared.Copy()})
+		out.Entries = append(out.Entries, ownershipcore.LedgerEntry{ManagerKey: e.ManagerKey, Via: e.Via, Fields: e.Fields.Copy(), Shared: e.Shared.Copy()})
 	}
 	return out
+}
+
+// A shared field that left its owner for another manager (removed and
+// applied again before fp looked, here) is recorded afresh at fp's next
+// take: the owner fp then displaces or shares with is the previous owner,
+// not the one that lost the field before (test/invariants, seed 8100327).
+func TestLedgerRecordsAfreshAfterLoss(t *testing.T) {
+	item := `.spec.tags[="t"]`
+	l := ownershipcore.NewLedger()
+	l.Record(ownershipcore.ManagedFields{entry(t, "helm", update, item)}, set(t, item), "fp")
+	l.Observe(ownershipcore.ManagedFields{entry(t, "helm", update, item), entry(t, "fp", apply, item)})
+	later := ownershipcore.ManagedFields{entry(t, "mw", apply, item)}
+	if forgotten := l.Follow(later, set(t, item), "fp"); !reflect.DeepEqual(ownershipcore.FormatSet(forgotten), []string{item}) {
+		t.Fatalf("forgotten %v, want the item", ownershipcore.FormatSet(forgotten))
+	}
+	if !l.Recorded.Empty() {
+		t.Fatalf("recorded %v, want the item recorded afresh", ownershipcore.FormatSet(l.Recorded))
+	}
+	if !l.Record(later, set(t, item), "fp") {
+		t.Fatal("the next take recorded nothing")
+	}
+	l.Observe(ownershipcore.ManagedFields{entry(t, "mw", apply, item), entry(t, "fp", apply, item)})
+	prev, ownerless := l.HandBackTo(ownershipcore.ManagedFields{entry(t, "mw", apply, item), entry(t, "fp", apply, item)}, "fp", nil)
+	if len(prev) != 1 || prev[0].Manager != "mw" || !ownerless.Empty() {
+		t.Fatalf("HandBackTo = %v, %v; want the item to mw only", prev, ownershipcore.FormatSet(ownerless))
+	}
+}
+
+// chainPaths is "manager[ via]" → paths of the entries of l.
+func chainPaths(l *ownershipcore.Ledger) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range l.Entries {
+		k := e.Manager
+		if e.Via != "" {
+			k += " via " + e.Via
+		}
+		out[k] = ownershipcore.FormatSet(e.Fields)
+	}
+	return out
+}
+
+func handBackPaths(prev ownershipcore.ManagedFields, ownerless *fieldpath.Set) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range prev {
+		out[e.Manager] = ownershipcore.FormatSet(e.Fields)
+	}
+	if !ownerless.Empty() {
+		out["(no owner)"] = ownershipcore.FormatSet(ownerless)
+	}
+	return out
+}
+
+// A previous owner that is another patch: the record follows it to the
+// owners that patch took the fields from (Inherit, HandBackTo).
+func TestLedgerChain(t *testing.T) {
+	const a, b, z = "fieldops-fieldpatch/ns/a", "fieldops-fieldpatch/ns/b", "fieldops-clusterfieldpatch/z"
+	const mw = "fieldops-workload/ns/web"
+	k, o := ".data.k", ".data.o"
+	// a took k from helm; b takes k from a.
+	ledgerA := ownershipcore.NewLedger()
+	ledgerA.Record(ownershipcore.ManagedFields{entry(t, "helm", apply, k, o)}, set(t, k), a)
+	before := ownershipcore.ManagedFields{entry(t, "helm", apply, o), entry(t, a, apply, k, ".data.a")}
+	ledgerB := ownershipcore.NewLedger()
+	ledgerB.Record(before, set(t, k), b)
+	if !ledgerB.Inherit(a, ledgerA, set(t, k), b) {
+		t.Fatal("Inherit copied nothing")
+	}
+	if ledgerB.Inherit(a, ledgerA, set(t, k), b) {
+		t.Fatal("a second Inherit changed the ledger")
+	}
+	if got, want := chainPaths(ledgerB), map[string][]string{a: {k}, "helm via " + a: {k}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("b's ledger = %v, want %v", got, want)
+	}
+	if got := ownershipcore.FormatSet(ledgerB.Taken()); !reflect.DeepEqual(got, []string{k}) {
+		t.Fatalf("Taken = %v", got)
+	}
+	if prev := ledgerB.Previous(nil); len(prev) != 1 || prev[0].Manager != a {
+		t.Fatalf("Previous = %v, want a's entry only", prev)
+	}
+	alive := ownershipcore.ManagedFields{entry(t, "helm", apply, o), entry(t, a, apply, ".data.a"), entry(t, b, apply, k)}
+	gone := ownershipcore.ManagedFields{entry(t, "helm", apply, o), entry(t, b, apply, k)}
+	for _, tc := range []struct {
+		name   string
+		owners ownershipcore.ManagedFields
+		want   map[string][]string
+	}{
+		{"a still holds an entry: back to a", alive, map[string][]string{a: {k}}},
+		{"a is gone: on to helm, whom a took it from", gone, map[string][]string{"helm": {k}}},
+	} {
+		if got := handBackPaths(ledgerB.HandBackTo(tc.owners, b, nil)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: HandBackTo = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// helm removed k while b held it: no owner is left for it.
+	removed := copyLedger(ledgerB)
+	removed.Follow(ownershipcore.ManagedFields{entry(t, "helm", apply, o)}, set(t, o), b)
+	if got := chainPaths(removed); len(got) != 0 {
+		t.Fatalf("after k was removed: ledger = %v, want empty", got)
+	}
+	// a is forgotten for k (it took k back and let it go): helm through a
+	// goes with it.
+	dropped := copyLedger(ledgerB)
+	dropped.Forget(set(t, k))
+	if got := chainPaths(dropped); len(got) != 0 {
+		t.Fatalf("after Forget: ledger = %v, want empty", got)
+	}
+
+	// A chain of chains: z took k from helm, a from z, b from a. One copy
+	// each, flat.
+	ledgerZ := ownershipcore.NewLedger()
+	ledgerZ.Record(ownershipcore.ManagedFields{entry(t, "helm", apply, k)}, set(t, k), z)
+	ledgerA = ownershipcore.NewLedger()
+	ledgerA.Record(ownershipcore.ManagedFields{entry(t, z, apply, k)}, set(t, k), a)
+	ledgerA.Inherit(z, ledgerZ, set(t, k), a)
+	ledgerB = ownershipcore.NewLedger()
+	ledgerB.Record(ownershipcore.ManagedFields{entry(t, a, apply, k)}, set(t, k), b)
+	ledgerB.Inherit(a, ledgerA, set(t, k), b)
+	if got, want := chainPaths(ledgerB), map[string][]string{a: {k}, z + " via " + a: {k}, "helm via " + z: {k}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("b's ledger = %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		name   string
+		owners ownershipcore.ManagedFields
+		want   map[string][]string
+	}{
+		{"a gone, z holds an entry: to z", ownershipcore.ManagedFields{entry(t, z, apply, o), entry(t, b, apply, k)}, map[string][]string{z: {k}}},
+		{"a and z gone: to helm", ownershipcore.ManagedFields{entry(t, b, apply, k)}, map[string][]string{"helm": {k}}},
+	} {
+		if got := handBackPaths(ledgerB.HandBackTo(tc.owners, b, nil)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: HandBackTo = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// A workload is the owner that is left: no record to follow, so the
+	// field stays without an owner once it has gone.
+	ledgerB = ownershipcore.NewLedger()
+	ledgerB.Record(ownershipcore.ManagedFields{entry(t, mw, apply, k)}, set(t, k), b)
+	if got := handBackPaths(ledgerB.HandBackTo(ownershipcore.ManagedFields{entry(t, b, apply, k)}, b, nil)); !reflect.DeepEqual(got, map[string][]string{"(no owner)": {k}}) {
+		t.Errorf("departed workload: HandBackTo = %v, want k without an owner", got)
+	}
+
+	// Patches that took each other's fields: b's own entries in a's
+	// record are not copied, and a cycle of owners through departed
+	// patches ends without an owner.
+	ledgerA = ownershipcore.NewLedger()
+	ledgerA.Record(ownershipcore.ManagedFields{entry(t, b, apply, k)}, set(t, k), a)
+	ledgerB = ownershipcore.NewLedger()
+	ledgerB.Record(ownershipcore.ManagedFields{entry(t, a, apply, k)}, set(t, k), b)
+	if ledgerB.Inherit(a, ledgerA, set(t, k), b) {
+		t.Errorf("b inherited itself: %v", chainPaths(ledgerB))
+	}
+	cycle := &ownershipcore.Ledger{Recorded: set(t, k), Entries: []ownershipcore.LedgerEntry{
+		{ManagerKey: ownershipcore.ManagerKey{Manager: a, Operation: apply}, Fields: set(t, k), Shared: set(t)},
+		{ManagerKey: ownershipcore.ManagerKey{Manager: z, Operation: apply}, Via: a, Fields: set(t, k), Shared: set(t)},
+		{ManagerKey: ownershipcore.ManagerKey{Manager: a, Operation: apply}, Via: z, Fields: set(t, k), Shared: set(t)},
+	}}
+	if got := handBackPaths(cycle.HandBackTo(ownershipcore.ManagedFields{entry(t, b, apply, k)}, b, nil)); !reflect.DeepEqual(got, map[string][]string{"(no owner)": {k}}) {
+		t.Errorf("cycle: HandBackTo = %v, want k without an owner", got)
+	}
+	// A cycle of owners through each other holds nothing on its own.
+	cycle.Entries = cycle.Entries[1:]
+	cycle.Forget(set(t, o))
+	if got := chainPaths(cycle); len(got) != 0 {
+		t.Errorf("a cycle without a direct owner kept %v", got)
+	}
 }

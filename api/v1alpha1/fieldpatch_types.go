@@ -262,6 +262,15 @@ type PreviousOwner struct {
 	// Subresource the manager wrote through, empty for the main resource.
 	// +optional
 	Subresource string `json:"subresource,omitempty"`
+	// Via is the field manager of the FieldPatch or ClusterFieldPatch this
+	// patch took the fields from, when this owner comes from that patch's
+	// own record: the manager owned the fields before that patch took them.
+	// Deletion hands the fields to it only if that patch has left the
+	// target by then (deleted, so that its field manager holds no entry);
+	// while that patch holds an entry, they go back to it. Empty for an
+	// owner this patch took the fields from itself.
+	// +optional
+	Via string `json:"via,omitempty"`
 	// Fields the manager owned that this patch took, in the managed fields'
 	// FieldsV1 form.
 	// +kubebuilder:validation:Type=object
@@ -316,7 +325,10 @@ type FieldPatchStatus struct {
 	RecordedFields *metav1.FieldsV1 `json:"recordedFields,omitempty"`
 	// PreviousOwners are the owners of the patched fields before the first
 	// write; deletion hands each field back to its entry. An owner that
-	// later removes or lets go of a field is forgotten for it.
+	// later removes or lets go of a field is forgotten for it. When an
+	// owner is another FieldPatch or ClusterFieldPatch, its own previous
+	// owners of those fields are listed too, with via naming it: they get
+	// the fields if that patch has left the target first.
 	// +optional
 	PreviousOwners []PreviousOwner `json:"previousOwners,omitempty"`
 	// ContestedBy names the field manager that keeps taking patched fields

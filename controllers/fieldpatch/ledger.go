@@ -11,14 +11,21 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 // recordTakes records, before an apply forces fields from other
@@ -67,13 +74,87 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 	if err := r.comparableOwners(ctx, p, owners, fields); err != nil {
 		return err
 	}
+	chains, err := r.patchRecords(ctx, p, owners, fields)
+	if err != nil {
+		return err
+	}
+	record := func(l *ownershipcore.Ledger) bool {
+		fresh := fields.Difference(l.Recorded)
+		changed := l.Record(owners, fields, p.manager)
+		for _, c := range chains {
+			changed = l.Inherit(c.manager, c.ledger, fresh, p.manager) || changed
+		}
+		return l.Unshare(fields) || changed
+	}
 	// The reconcile's own ledger (with what it did since it read the
 	// status) takes the same record.
-	patchintent.RecordForced(p.d.Ledger, owners, fields, p.manager)
-	_, err := r.saveRecord(ctx, p, owners, present, func(l *ownershipcore.Ledger) bool {
-		return patchintent.RecordForced(l, owners, fields, p.manager)
-	})
+	record(p.d.Ledger)
+	_, err = r.saveRecord(ctx, p, owners, present, record)
 	return err
+}
+
+// patchRecord is the record of previous owners of one FieldPatch or
+// ClusterFieldPatch, by its field manager.
+type patchRecord struct {
+	manager string
+	ledger  *ownershipcore.Ledger
+}
+
+// patchRecords reads the records of the FieldPatches and
+// ClusterFieldPatches among the owners of fields (the fields an apply is
+// about to force), for Ledger.Inherit: when such a patch leaves the
+// target before this one, the fields go back to the owners it took them
+// from, not to its field manager's entry, which nobody would ever
+// relinquish. A record counts only when the patch's status names the
+// same field manager and the target's UID (a field manager's name is any
+// writer's to use; the status is written by the fieldops manager alone,
+// as config/rbac lets tenants only read it). It is read with the rights
+// of the patch's account: a patch whose account may not read the other
+// patch (a tenant, and a ClusterFieldPatch) inherits nothing and says so
+// in a Forbidden event; a patch that is gone (or whose name the field
+// manager does not show, cut to its length limit) has nothing to inherit.
+// Either way, such fields stay without an owner if that patch leaves
+// first (Ledger.HandBackTo). Other read errors are returned (a retry may
+// fix them).
+func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchRecord, error) {
+	var out []patchRecord
+	seen := map[string]bool{}
+	for _, e := range owners.OwnersOf(fields, p.manager) {
+		rival, ok := ownershipcore.ParseManager(e.Manager)
+		if !ok || seen[e.Manager] || rival.Name == "" || (rival.Kind != "FieldPatch" && rival.Kind != "ClusterFieldPatch") {
+			continue
+		}
+		seen[e.Manager] = true
+		ref := &unstructured.Unstructured{}
+		ref.SetAPIVersion(v1alpha1.GroupVersion.String())
+		ref.SetKind(rival.Kind)
+		ref.SetNamespace(rival.Namespace)
+		ref.SetName(rival.Name)
+		u, err := p.applier.GetFresh(ctx, ref)
+		switch {
+		case apierrors.IsForbidden(err):
+			r.event(p.obj, corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
+				"cannot read the previous owners recorded by %s, from which this patch takes %s (%s); if %s leaves %s %s before this patch, those fields stay there without an owner at this patch's deletion",
+				rival, strings.Join(firstN(patchintent.Leaves(e.Fields), 5), ", "), redact.Message(tenant.Explain(p.account, err)),
+				rival, p.ref.GetKind(), objectName(p.ref))))
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read the previous owners of %s: %w", rival, err)
+		case u == nil:
+			continue
+		}
+		var st v1alpha1.FieldPatchStatus
+		raw, _, _ := unstructured.NestedMap(u.Object, "status")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil || st.FieldManager != e.Manager || st.TargetUID != p.uid() {
+			continue
+		}
+		l, err := patchintent.ReadLedger(&st, p.uid())
+		if err != nil {
+			continue
+		}
+		out = append(out, patchRecord{manager: e.Manager, ledger: l})
+	}
+	return out, nil
 }
 
 // comparableOwners refuses to take fields from an entry whose field paths

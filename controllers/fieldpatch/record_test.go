@@ -87,13 +87,14 @@ spec:
 
 // A field the patch shares with its previous owner (same value), then
 // loses to a third manager's force, is taken back by force: the record
-// saved before that forced apply already says the owner no longer shares
-// it. Saved only by the status write after the apply (a write a crash can
-// lose), the next reconcile would read the forced write as the owner
-// letting the field go and forget it: deletion then removed hpa's value
-// (test/invariants under faults, seed 6100231). The record is read as it
-// stood at the repair's resourceVersion (a list at an exact version),
-// before the status write that follows.
+// saved before that forced apply already names the owner the repair
+// displaces (ops: hpa lost the field to ops, not to the patch, and is
+// forgotten for it). Saved only by the status write after the apply (a
+// write a crash can lose), the next reconcile would read the forced write
+// as an owner letting the field go and forget it: deletion then removed
+// the value (test/invariants under faults, seed 6100231). The record is
+// read as it stood at the repair's resourceVersion (a list at an exact
+// version), before the status write that follows.
 func TestRecordSavedBeforeForceAfterSharedOwnerLostField(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -144,11 +145,11 @@ spec:
 	if s := shared(&list.Items[0]); s != "" && s != "{}" {
 		t.Errorf("at the forced repair (resourceVersion %s) the record still had hpa sharing %s", repairedAt, s)
 	}
-	if owners := list.Items[0].Status.PreviousOwners; len(owners) != 1 || owners[0].Manager != "hpa" {
-		t.Errorf("at the forced repair, previous owners %+v, want hpa's data.tier", owners)
+	if owners := list.Items[0].Status.PreviousOwners; len(owners) != 1 || owners[0].Manager != "ops" {
+		t.Errorf("at the forced repair, previous owners %+v, want ops's data.tier", owners)
 	}
 	deleteAndWait(t, fp)
 	if got := live(t, target).Object["data"].(map[string]interface{})["tier"]; got != "web" {
-		t.Errorf("data.tier after the deletion = %v, want web (handed back to hpa)", got)
+		t.Errorf("data.tier after the deletion = %v, want web (handed back to ops)", got)
 	}
 }

@@ -111,8 +111,9 @@ func (d *Decision) Rebase(l *ownershipcore.Ledger) {
 // deletion would let go of it: the fields it owns and took from others
 // that its intent no longer sets (an edit dropped them). Under
 // HandBack (and Restore, whose caller adds the previous values: LetGo.Restore)
-// they go to their previous owners (but those of a departed
-// fieldops object, which stay without an owner: Ledger.Departed); under
+// they go to their previous owners, down the chain past a departed
+// fieldops object (Ledger.HandBackTo; a field that finds nobody stays
+// without an owner); under
 // Relinquish they stay without an owner; under Orphan every dropped field
 // does. Without this the apply would remove them. Recorded fields that
 // left the patch and that it does not own (the apply that would have
@@ -137,8 +138,8 @@ func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped *fieldset.Set) 
 	if d.policy == v1alpha1.DeletionPolicyRelinquish || d.policy == v1alpha1.DeletionPolicyOrphan {
 		return ownershipcore.LetGo{Release: dropped}, dropped
 	}
-	departed := d.Ledger.Departed(d.Owners, d.Manager).Intersection(dropped)
-	return ownershipcore.LetGo{Previous: d.Ledger.Previous(dropped.Difference(departed)), Release: departed}, dropped
+	previous, ownerless := d.Ledger.HandBackTo(d.Owners, d.Manager, dropped)
+	return ownershipcore.LetGo{Previous: previous, Release: ownerless}, dropped
 }
 
 // GaveBack forgets the fields GiveBack let go of: they are no longer the

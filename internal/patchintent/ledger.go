@@ -15,8 +15,9 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
-// ReadLedger decodes the previous-owner record of st (status.previousOwners
-// and status.recordedFields). A record made for another target UID (the
+// ReadLedger decodes the previous-owner record of st (status.previousOwners,
+// with the owners through another patch that name it in via, and
+// status.recordedFields). A record made for another target UID (the
 // target was deleted and recreated) does not count: it returns an empty
 // ledger then.
 func ReadLedger(st *v1alpha1.FieldPatchStatus, targetUID string) (*ownershipcore.Ledger, error) {
@@ -42,7 +43,7 @@ func ReadLedger(st *v1alpha1.FieldPatchStatus, targetUID string) (*ownershipcore
 		}
 		l.Entries = append(l.Entries, ownershipcore.LedgerEntry{
 			ManagerKey: ownershipcore.ManagerKey{Manager: p.Manager, Operation: p.Operation, APIVersion: p.APIVersion, Subresource: p.Subresource},
-			Fields:     fields, Shared: shared,
+			Via:        p.Via, Fields: fields, Shared: shared,
 		})
 	}
 	return l, nil
@@ -63,7 +64,7 @@ func WriteLedger(st *v1alpha1.FieldPatchStatus, l *ownershipcore.Ledger, targetU
 			}
 		}
 		owners = append(owners, v1alpha1.PreviousOwner{
-			Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource,
+			Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via,
 			FieldsV1: f, SharedFieldsV1: shared, Paths: ownershipcore.FormatSet(e.Fields),
 		})
 	}

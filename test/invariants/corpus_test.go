@@ -8,7 +8,6 @@ package invariants
 
 import (
 	"context"
-	"flag"
 	"testing"
 )
 
@@ -30,45 +29,20 @@ var corpus = []struct {
 	{700073, 16, false}, {700239, 16, false}, {700280, 16, false}, {900076, 16, false},
 	{2000201, 16, false}, {3000031, 16, false}, {3000070, 16, false}, {3000197, 16, false},
 	{4000177, 16, false}, {4000226, 16, false}, {7200016, 18, false}, {7200668, 18, false},
-	{7201807, 18, false}, {7202145, 18, false}, {8100545, 18, false},
+	{7201807, 18, false}, {7202145, 18, false}, {8100327, 18, false}, {8100545, 18, false},
 	{9100650, 18, false}, {9501226, 18, false}, {9800320, 20, false}, {9801138, 20, false},
 	{9801144, 20, false},
 	{1000008, 16, true}, {1000055, 16, true}, {2000088, 16, true}, {3000127, 16, true},
 	{5000069, 16, true}, {6000139, 16, true}, {6100231, 16, true},
 }
 
-// openCorpus are seeds that still break an invariant, run only with
-// -corpus-open:
-//   - 8100327 (-steps 18): helm's Update entry is fp-2's recorded previous
-//     owner of a set item; helm removes the item (a JSON patch) and a
-//     ManagedWorkload applies it again before fp-2 reconciles, so the
-//     ledger never sees the item absent and gives it back to helm at the
-//     deletion. Telling that from another manager forcing the field from
-//     both needs the ledger to know who wrote in between.
-var openCorpus = []struct {
-	seed  int64
-	steps int
-}{{8100327, 18}}
-
-var corpusOpen = flag.Bool("corpus-open", false, "TestRegressionCorpus: also run the seeds that are known to fail (openCorpus)")
-
 // TestRegressionCorpus runs the corpus against the local control plane on
 // every `make test`; a failure prints the sequence as TestOwnershipInvariants
 // does (replay one with `make fuzz SEED=<seed> N=1` and the steps shown).
 func TestRegressionCorpus(t *testing.T) {
 	e := controlPlane(t)
-	all := corpus
-	if *corpusOpen {
-		for _, o := range openCorpus {
-			all = append(all, struct {
-				seed   int64
-				steps  int
-				faults bool
-			}{o.seed, o.steps, false})
-		}
-	}
-	seqs := make([]Sequence, len(all))
-	for i, c := range all {
+	seqs := make([]Sequence, len(corpus))
+	for i, c := range corpus {
 		seqs[i] = Generate(c.seed, c.steps)
 		if c.faults {
 			seqs[i].Faults = *faultRate
@@ -76,7 +50,7 @@ func TestRegressionCorpus(t *testing.T) {
 	}
 	for i, r := range e.RunAll(context.Background(), seqs, *workers) {
 		if r.Failed >= 0 {
-			t.Errorf("seed %d (-steps %d, faults %v) broke an invariant:\n%s", all[i].seed, all[i].steps, all[i].faults, r.Report())
+			t.Errorf("seed %d (-steps %d, faults %v) broke an invariant:\n%s", corpus[i].seed, corpus[i].steps, corpus[i].faults, r.Report())
 		}
 	}
 }
