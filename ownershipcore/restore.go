@@ -224,3 +224,9 @@ func entriesEqual(a, b ManagedFields) bool {
 	}
 	return true
 }
+
+// ValueAt is the value at path p of obj (a field, a map key, a list item
+// by its key, index or value), and whether obj holds one there.
+func ValueAt(obj *unstructured.Unstructured, p fieldpath.Path) (interface{}, bool) {
+	return valueAt(obj.Object, p)
+}

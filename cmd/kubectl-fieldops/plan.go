@@ -49,6 +49,10 @@ type planOptions struct {
 	// conflictPolicy Plugin is decided by the plugin, as the controller
 	// decides it.
 	pluginConfig string
+	// delete plans the deletion of patches on the cluster.
+	delete bool
+	// names are the TYPE/NAME arguments of --delete.
+	names []string
 }
 
 func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -56,7 +60,7 @@ func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 	o := &planOptions{flags: flags, streams: streams, output: newOutputFlags(false),
 		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding FieldPatches, ClusterFieldPatches or ManagedWorkloads (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE",
+		Use:   "plan -f FILE | plan --delete (-f FILE | fieldpatch/NAME...)",
 		Short: "Show what a FieldPatch, ClusterFieldPatch or ManagedWorkload would do, with a server-side dry run",
 		Long: `Show what creating or changing each FieldPatch, ClusterFieldPatch or
 ManagedWorkload of the file would do, before it is applied. Nothing is
@@ -80,6 +84,18 @@ For a patch, one row per field:
              previous owner, remove (a field the patch added), or leave
              it without an owner (Relinquish, Orphan)
 
+With --delete, for each FieldPatch or ClusterFieldPatch on the cluster
+(named as fieldpatch/NAME or clusterfieldpatch/NAME, or by -f), what
+deleting it now would do under its deletionPolicy, field by field, with
+the controller's own decision computed locally (nothing is written):
+
+  ACTION       restored (its value from before the patch and its previous
+               owner), handed back, left without an owner, removed (a
+               field the patch added), or not restored (written since by
+               another manager, who keeps it)
+  OWNERS AFTER the field managers that would own the field
+  VALUE AFTER  its value after (a Secret's values are masked)
+
 For a workload, one row per object: created, configured or unchanged,
 the fields it would take from other managers, and why an object would
 fail. The command exits non-zero when a plan would fail (a conflict
@@ -93,12 +109,19 @@ says on standard error which objects it skipped.`,
   kubectl fieldops plan -f workload.yaml -o yaml
   helm template ./patches | kubectl fieldops plan -f -
   kubectl kustomize config/samples | kubectl fieldops plan -f -
-  kubectl fieldops plan -f patches/ -R -o jsonpath='{range .items[*]}{.name}: {.action}{"\n"}{end}'`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+  kubectl fieldops plan -f patches/ -R -o jsonpath='{range .items[*]}{.name}: {.action}{"\n"}{end}'
+  kubectl fieldops plan --delete fieldpatch/incident-pin -n shop`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 && !o.delete {
+				return errors.New("TYPE/NAME arguments are for --delete; plan a file with -f")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { o.names = args; return o.run(cmd.Context()) },
 	}
 	o.files.AddFlags(cmd.Flags())
 	o.output.addFlags(cmd, "a list of plans")
+	cmd.Flags().BoolVar(&o.delete, "delete", false, "plan the deletion of the patches (on the cluster, named as fieldpatch/NAME or by -f) under their deletionPolicy, instead of their apply")
 	cmd.Flags().StringVar(&o.pluginConfig, "plugin-config", "", "the manager's --plugin-config file: conflicts of a patch with conflictPolicy Plugin are then decided by that plugin, run here as the manager runs it (same binary, same SHA-256); without it, by its conflictPluginFallback")
 	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "", "the namespace the fieldops manager runs in (its --namespace): the controller refuses its own objects there, and so does the plan (default: the namespace of the manager's leader election Lease fieldops.dev or of its Deployment, else fieldops-system)")
 	return cmd
@@ -143,6 +166,8 @@ type PatchPlan struct {
 	// Notes are what the plan cannot know (ignorePlugins, a plugin's
 	// decisions).
 	Notes []string `json:"notes,omitempty"`
+	// Deletion is the plan of the patch's deletion (plan --delete).
+	Deletion []DeletionFieldPlan `json:"deletion,omitempty"`
 }
 
 // ObjectRef names an object.
@@ -222,6 +247,8 @@ type planner struct {
 	ownNamespace string
 	// plugins runs the plugins of --plugin-config; nil without it.
 	plugins *host.Host
+	// delete plans deletions (--delete).
+	delete bool
 }
 
 func (o *planOptions) run(ctx context.Context) error {
@@ -285,6 +312,12 @@ var plannable = []string{"FieldPatch", "ClusterFieldPatch", "ManagedWorkload"}
 // other objects are skipped, and named on standard error.
 func (o *planOptions) documents() ([]*unstructured.Unstructured, error) {
 	files := o.files.ToOptions()
+	if len(o.names) > 0 {
+		if len(files.Filenames) > 0 {
+			return nil, errors.New("plan --delete takes TYPE/NAME arguments or -f, not both")
+		}
+		return namedPatches(o.names)
+	}
 	if len(files.Filenames) == 0 {
 		return nil, errors.New("plan needs -f FILE (- reads standard input)")
 	}
@@ -363,7 +396,7 @@ func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 			fmt.Fprintln(o.streams.ErrOut, "Warning:", note)
 		}
 	}
-	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own}, nil
+	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own, delete: o.delete}, nil
 }
 
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {
@@ -383,6 +416,15 @@ func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan,
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 		return Plan{}, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	if p.delete {
+		switch o := obj.(type) {
+		case *v1alpha1.FieldPatch:
+			return p.planDelete(ctx, o, &v1alpha1.FieldPatch{}, false)
+		case *v1alpha1.ClusterFieldPatch:
+			return p.planDelete(ctx, o, &v1alpha1.ClusterFieldPatch{}, true)
+		}
+		return Plan{}, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), errDeleteKinds)
 	}
 	switch o := obj.(type) {
 	case *v1alpha1.FieldPatch:
@@ -682,19 +724,20 @@ func patchFields(in fieldRows) []FieldPlan {
 }
 
 // onDelete says what deletionPolicy does with a field the patch would
-// own: the controller's reconcileDelete (HandBack to ledger.Previous, or
-// Release of ledger.Taken, then Relinquish of the rest).
+// own: the controller's own deletion (patchintent.DeletionLetGo, on the
+// managed fields after the apply).
 func onDelete(in fieldRows, p string, has func(*fieldset.Set, string) bool) string {
-	if in.policy == v1alpha1.DeletionPolicyOrphan {
-		return "leave without an owner"
-	}
-	for _, e := range in.ledger.Previous(nil) {
+	g := patchintent.DeletionLetGo(in.policy, in.ledger, in.after, in.oursAfter, in.manager)
+	for _, e := range g.Previous {
 		if has(e.Fields, p) {
-			if in.policy == v1alpha1.DeletionPolicyRelinquish {
-				return "leave without an owner"
+			if in.policy == v1alpha1.DeletionPolicyRestore {
+				return "restore the previous value (unless written since) and hand back to " + describeEntry(e.ManagerKey)
 			}
 			return "hand back to " + describeEntry(e.ManagerKey)
 		}
+	}
+	if has(g.Release, p) {
+		return "leave without an owner"
 	}
 	return "remove"
 }
@@ -803,7 +846,10 @@ func writePlans(w io.Writer, plans []Plan) error {
 			name = p.Namespace + "/" + p.Name
 		}
 		verb := "create"
-		if p.Exists {
+		switch {
+		case p.Action == actionDelete || p.Patch != nil && p.Patch.Deletion != nil:
+			verb = "delete"
+		case p.Exists:
 			verb = "change"
 		}
 		head := fmt.Sprintf("%s %s (%s; field manager %s)\n", p.Kind, name, verb, p.FieldManager)
@@ -819,6 +865,15 @@ func writePlans(w io.Writer, plans []Plan) error {
 		}
 		var table [][]cell
 		switch {
+		case p.Patch != nil && len(p.Patch.Deletion) > 0:
+			table = append(table, []cell{{text: "FIELD"}, {text: "ACTION"}, {text: "OWNERS AFTER"}, {text: "VALUE AFTER"}})
+			for _, f := range p.Patch.Deletion {
+				action := f.Action
+				if f.Why != "" {
+					action += " (" + f.Why + ")"
+				}
+				table = append(table, []cell{{text: f.Path}, {text: action}, {text: dash(strings.Join(f.OwnersAfter, ", "))}, {text: f.ValueAfter}})
+			}
 		case p.Patch != nil && len(p.Patch.Fields) > 0:
 			table = append(table, []cell{{text: "FIELD"}, {text: "OWNER NOW"}, {text: "PLAN"}, {text: "DECISION"}, {text: "ON DELETE"}})
 			for _, f := range p.Patch.Fields {

@@ -36,7 +36,7 @@ import (
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete"}
 
 // planPluginConfig is the --plugin-config of TestPlan's manager, which
 // plan is given too.
@@ -83,6 +83,7 @@ func TestPlan(t *testing.T) {
 	t.Run("Plugin", testPlanPlugin)
 	t.Run("PluginFailure", testPlanPluginFailure)
 	t.Run("RefusedTargets", testPlanRefusesWhatTheControllerRefuses)
+	t.Run("Delete", testPlanDelete)
 }
 
 // planOwnNamespace is the namespace TestPlan's manager runs in, as far as
@@ -156,14 +157,21 @@ func createAndWaitReady(t *testing.T, y string) *v1alpha1.FieldPatch {
 // y and waits until it is Ready for its generation.
 func createPatcherReady(t *testing.T, y string, fp patcher) {
 	t.Helper()
+	createReady(t, y, fp)
+	// Gone before the other tests list every namespace (status -A).
+	t.Cleanup(func() { testkit.Kit{Client: k8s}.DeleteAndWait(t, fp) })
+}
+
+// createReady creates the patch of y and waits until it is Ready; the
+// test deletes it.
+func createReady(t *testing.T, y string, fp patcher) {
+	t.Helper()
 	if err := yaml.UnmarshalStrict([]byte(y), fp); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Create(context.Background(), fp); err != nil {
 		t.Fatal(err)
 	}
-	// Gone before the other tests list every namespace (status -A).
-	t.Cleanup(func() { testkit.Kit{Client: k8s}.DeleteAndWait(t, fp) })
 	testkit.Eventually(t, "FieldPatch "+fp.GetName()+" Ready", func() (bool, string) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fp), fp); err != nil {
 			return false, err.Error()
@@ -660,5 +668,77 @@ spec:
 `), "--fieldops-namespace", "elsewhere")
 	if len(plans) != 1 || plans[0].Reason == "ForbiddenTarget" {
 		t.Errorf("with --fieldops-namespace elsewhere: %s, want no ForbiddenTarget", mustJSON(t, plans))
+	}
+}
+
+// plan --delete says, field by field, what deleting a patch would do
+// under each deletion policy, and the deletion then does exactly that:
+// values and owners of every planned field as the plan said.
+func testPlanDelete(t *testing.T) {
+	createNamespace(t, "plan-delete")
+	for i, policy := range []string{"HandBack", "Restore", "Relinquish", "Orphan"} {
+		name := fmt.Sprintf("cm-%d", i)
+		cm := applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: %s, namespace: plan-delete}, data: {replicas: '3', keep: helm}}", name))
+		mergeAs(t, "ops", cm, `{"data":{"keep":"ops"}}`)
+		fp := &v1alpha1.FieldPatch{}
+		createReady(t, fmt.Sprintf(`apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: %s, namespace: plan-delete}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: %s}
+  deletionPolicy: %s
+  patch: {data: {replicas: '10', added: 'yes'}}
+`, name, name, policy), fp)
+		out, errOut, err := plugin(t, "plan", "--delete", "fieldpatch/"+name, "-n", "plan-delete", "-o", "json")
+		if err != nil {
+			t.Fatalf("%s: plan --delete: %v\n%s", policy, err, errOut)
+		}
+		var plans []Plan
+		if err := json.Unmarshal([]byte(out), &plans); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if len(plans) != 1 || plans[0].Patch == nil || len(plans[0].Patch.Deletion) == 0 {
+			t.Fatalf("%s: plan: %s", policy, out)
+		}
+		testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+		after := &unstructured.Unstructured{}
+		after.SetGroupVersionKind(cm.GroupVersionKind())
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(cm), after); err != nil {
+			t.Fatal(err)
+		}
+		mf, err := ownershipcore.Owners(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range plans[0].Patch.Deletion {
+			path, err := ownershipcore.ParsePath(row.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := "(removed)"
+			if v, ok := ownershipcore.ValueAt(after, path); ok {
+				raw, _ := json.Marshal(v)
+				value = string(raw)
+			}
+			if value != row.ValueAfter {
+				t.Errorf("%s: %s is %s after the deletion, the plan said %s (%s)", policy, row.Path, value, row.ValueAfter, row.Action)
+			}
+			var owners []string
+			for _, e := range mf {
+				if slices.Contains(ownershipcore.FormatSet(e.Fields), row.Path) {
+					owners = append(owners, describeEntry(e.ManagerKey))
+				}
+			}
+			if !slices.Equal(owners, row.OwnersAfter) {
+				t.Errorf("%s: %s owned by %v after the deletion, the plan said %v (%s)", policy, row.Path, owners, row.OwnersAfter, row.Action)
+			}
+		}
+		if policy == "Restore" {
+			for _, row := range plans[0].Patch.Deletion {
+				if row.Path == ".data.replicas" && (row.Action != "restored" || row.ValueAfter != `"3"`) {
+					t.Errorf("Restore plans %s for .data.replicas, want restored to \"3\"", mustJSON(t, row))
+				}
+			}
+		}
 	}
 }

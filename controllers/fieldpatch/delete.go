@@ -166,7 +166,7 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 		return err
 	}
 	ledger.Follow(owners, present, manager)
-	g := deletionLetGo(policy, ledger, owners, ours.Fields, manager)
+	g := patchintent.DeletionLetGo(policy, ledger, owners, ours.Fields, manager)
 	if g.Restore, err = r.readPreviousValues(ctx, applier, obj, st.TargetUID); err != nil {
 		return err
 	}
@@ -177,26 +177,6 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	r.reportChangedSince(obj, applier, live, manager, g.Restore)
 	r.reportGiveBack(obj, policy, ref, manager, out)
 	return nil
-}
-
-// deletionLetGo is what a deletion policy gives up, given the target's
-// managed fields now (owners) and the fields manager owns (ours): HandBack
-// hands the fields the patch took back to their previous owners, following
-// the chain past a previous owner that is a departed fieldops object to
-// the owners it took them from, and leaving in place without an owner
-// those that find nobody that way (Ledger.HandBackTo); Relinquish leaves
-// them in place without an owner; both then relinquish the rest (the
-// fields the patch added go). Orphan leaves every field in place without
-// an owner.
-func deletionLetGo(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, owners ownershipcore.ManagedFields, ours *fieldset.Set, manager string) ownershipcore.LetGo {
-	switch policy {
-	case v1alpha1.DeletionPolicyOrphan:
-		return ownershipcore.LetGo{Release: ours}
-	case v1alpha1.DeletionPolicyRelinquish:
-		return ownershipcore.LetGo{Release: ledger.Taken(), Relinquish: true}
-	}
-	previous, ownerless := ledger.HandBackTo(owners, manager, nil)
-	return ownershipcore.LetGo{Previous: previous, Release: ownerless, Relinquish: true}
 }
 
 // reportGiveBack counts a deletion's steps and emits one event for them:

@@ -187,3 +187,25 @@ func (d *Decision) Applied(after ownershipcore.ManagedFields) {
 	d.Ledger.Record(d.Owners, d.Taken(after), d.Manager)
 	d.Ledger.Observe(after)
 }
+
+// DeletionLetGo is what a patch's deletion gives up under policy, given
+// the record of previous owners followed to the target (ledger), the
+// target's managed fields now (owners) and the fields manager owns
+// (ours): HandBack and Restore hand the fields the patch took back to
+// their previous owners, following the chain past a previous owner that
+// is a departed fieldops object to the owners it took them from, and
+// leave in place without an owner those that find nobody that way
+// (Ledger.HandBackTo); Relinquish leaves them in place without an owner;
+// all three then relinquish the rest (the fields the patch added go).
+// Orphan leaves every field in place without an owner. Restore's previous
+// values (LetGo.Restore) are the caller's to add: they are in a Secret.
+func DeletionLetGo(policy v1alpha1.DeletionPolicy, ledger *ownershipcore.Ledger, owners ownershipcore.ManagedFields, ours *fieldset.Set, manager string) ownershipcore.LetGo {
+	switch policy {
+	case v1alpha1.DeletionPolicyOrphan:
+		return ownershipcore.LetGo{Release: ours}
+	case v1alpha1.DeletionPolicyRelinquish:
+		return ownershipcore.LetGo{Release: ledger.Taken(), Relinquish: true}
+	}
+	previous, ownerless := ledger.HandBackTo(owners, manager, nil)
+	return ownershipcore.LetGo{Previous: previous, Release: ownerless, Relinquish: true}
+}

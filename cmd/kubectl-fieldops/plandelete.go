@@ -1,0 +1,301 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchtarget"
+	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
+)
+
+// DeletionFieldPlan is one field of a deletion's plan.
+type DeletionFieldPlan struct {
+	// Path in the ownership core's form (.spec.replicas).
+	Path string `json:"path"`
+	// Action: restored, handed back, left without an owner, removed,
+	// kept without an owner (could not be removed), or not restored
+	// (written since by another manager).
+	Action string `json:"action"`
+	// Why says why, when the action is not what the policy asks.
+	Why string `json:"why,omitempty"`
+	// OwnersAfter are the entries that own the field after the deletion.
+	OwnersAfter []string `json:"ownersAfter,omitempty"`
+	// ValueAfter is the field's value after the deletion as JSON,
+	// "(removed)", or "(masked)" for a Secret's data.
+	ValueAfter string `json:"valueAfter"`
+}
+
+// actionDelete is a deletion plan's action.
+const actionDelete = "Delete"
+
+// planDelete plans the deletion of the patch obj names as it is on the
+// cluster: what its deletionPolicy would do now, field by field, with the
+// controller's decision (patchintent.DeletionLetGo, the record followed to
+// the target) computed by the model (Model.LetGo), nothing written. A
+// Restore's previous values are read from the patch's Secret with the
+// user's rights; a user who may not read it sees the restore as
+// unknown.
+func (p *planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher, cluster bool) (Plan, error) {
+	plan := Plan{Kind: map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster], Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: actionDelete}
+	if err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		if apierrors.IsNotFound(err) {
+			plan.Action, plan.Message = actionTargetNotFound, "the patch is not on the cluster: deleting it does nothing"
+			return plan, nil
+		}
+		return Plan{}, err
+	}
+	plan.Exists = true
+	spec, st := existing.PatchSpec(), existing.PatchStatus()
+	manager := st.FieldManager
+	if manager == "" {
+		manager = names.FieldPatch(cluster, existing.GetNamespace(), existing.GetName())
+	}
+	plan.FieldManager = manager
+	pp := &PatchPlan{Type: string(patchintent.TypeOrApply(spec.Type)), DeletionPolicy: string(deletionPolicy(spec.DeletionPolicy)), ConflictPolicy: string(spec.ConflictPolicy)}
+	plan.Patch = pp
+	pp.Target = ObjectRef{APIVersion: spec.Target.APIVersion, Kind: spec.Target.Kind, Namespace: existing.TargetNamespace(), Name: spec.Target.Name}
+	live, err := p.deletionTarget(ctx, existing, cluster)
+	if err != nil || live == nil {
+		plan.Action, plan.Message = "Unchanged", "the target is not there: deleting the patch lets it go at once"
+		if err != nil {
+			plan.Message = "the target cannot be resolved (" + redact.Message(err) + "): deleting the patch lets it go at once"
+		}
+		return plan, nil
+	}
+	rows, notes, err := p.deletionRows(ctx, existing, cluster, live, manager)
+	if err != nil {
+		plan.Action, plan.Message = actionFailed, redact.Message(err)
+		return plan, nil
+	}
+	pp.Deletion, pp.Notes = rows, notes
+	if len(rows) == 0 {
+		plan.Action, plan.Message = "Unchanged", "the patch owns no field of the target: deleting it changes nothing there"
+	}
+	return plan, nil
+}
+
+// deletionTarget reads the patch's target as the controller resolves it.
+func (p *planner) deletionTarget(ctx context.Context, obj v1alpha1.Patcher, cluster bool) (*unstructured.Unstructured, error) {
+	ref, err := patchtarget.Resolve(p.c.RESTMapper(), obj, cluster, p.ownNamespace)
+	if err != nil {
+		return nil, err
+	}
+	live, err := p.applier.Get(ctx, ref)
+	if err != nil || live == nil {
+		return nil, err
+	}
+	if uid := obj.PatchStatus().TargetUID; uid != "" && string(live.GetUID()) != uid {
+		return nil, nil // replaced: the object the patch wrote to is gone
+	}
+	return live, nil
+}
+
+// deletionRows computes the deletion over the model and describes each
+// field the patch owns, or has a previous value of.
+func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string) ([]DeletionFieldPlan, []string, error) {
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := owners.Applied(manager)
+	if ours == nil {
+		return nil, nil, nil
+	}
+	present, err := p.applier.FieldSet(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	ledger, err := patchintent.ReadLedger(obj.PatchStatus(), string(live.GetUID()))
+	if err != nil {
+		return nil, nil, err
+	}
+	ledger.Follow(owners, present, manager)
+	policy := obj.PatchSpec().DeletionPolicy
+	g := patchintent.DeletionLetGo(policy, ledger, owners, ours.Fields, manager)
+	var notes []string
+	if policy == v1alpha1.DeletionPolicyRestore {
+		var note string
+		g.Restore, note = p.previousValues(ctx, obj, cluster, string(live.GetUID()))
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	m := p.applier.Model()
+	s, err := ownershipcore.NewState(live, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	next, out, err := m.LetGo(s, manager, g)
+	if err != nil && g.Relinquish {
+		// As the controller does when the removals cannot be made: the
+		// fields the patch owns alone stay, without an owner.
+		notes = append(notes, "the fields the patch added cannot be removed ("+redact.Message(err)+"): they would stay without an owner")
+		g.Relinquish = false
+		next, out, err = m.LetGo(s, manager, g)
+		if e := next.Owners.Applied(manager); e != nil {
+			out.Kept, out.Why = e.Fields, "the removals cannot be made"
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := map[string]*fieldset.Set{}
+	if g.Restore != nil {
+		if changed, err = m.ChangedSince(s, manager, g.Restore); err != nil {
+			return nil, nil, err
+		}
+	}
+	return describeDeletion(live, next, ours.Fields, out, changed), notes, nil
+}
+
+// previousValues reads a Restore patch's previous values with the user's
+// rights; note says what the plan cannot know.
+func (p *planner) previousValues(ctx context.Context, obj v1alpha1.Patcher, cluster bool, uid string) (*unstructured.Unstructured, string) {
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: "fieldops-previous-" + string(obj.GetUID())}
+	if cluster {
+		key.Namespace = p.ownNamespace
+	}
+	secret := &corev1.Secret{}
+	switch err := p.c.Get(ctx, key, secret); {
+	case apierrors.IsNotFound(err):
+		return nil, "no previous values are kept (the patch forced no field): fields go back as under HandBack"
+	case err != nil:
+		return nil, fmt.Sprintf("the previous values in Secret %s cannot be read (%s): fields are shown handed back without them", key, redact.Message(err))
+	}
+	if string(secret.Data["targetUID"]) != uid {
+		return nil, "the previous values kept are of another object of that name: fields go back as under HandBack"
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(secret.Data["values.json"]); err != nil {
+		return nil, fmt.Sprintf("the previous values in Secret %s do not decode", key)
+	}
+	return u, ""
+}
+
+// describeDeletion is one row per leaf the patch owns (ours) or wrote
+// since (changed), sorted by path.
+func describeDeletion(live *unstructured.Unstructured, next ownershipcore.State, ours *fieldset.Set, out ownershipcore.Outcome, changed map[string]*fieldset.Set) []DeletionFieldPlan {
+	after := next.Owners
+	since := map[string]string{}
+	for manager, fields := range changed {
+		for _, p := range patchintent.Leaves(fields) {
+			since[p] = manager
+		}
+	}
+	paths := patchintent.Leaves(ours)
+	for p := range since {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	secret := live.GetKind() == "Secret" && live.GetAPIVersion() == "v1"
+	var rows []DeletionFieldPlan
+	for _, path := range paths {
+		row := DeletionFieldPlan{Path: path, OwnersAfter: ownersOf(after, path), ValueAfter: valueAfter(next.Object, path, secret)}
+		switch {
+		case since[path] != "":
+			row.Action, row.Why = "not restored", "written since by "+ownershipcore.DescribeManager(since[path])
+		case inSet(out.Restored, path):
+			row.Action = "restored"
+		case inSet(out.Moved, path):
+			row.Action = "handed back"
+		case inSet(out.Released, path):
+			row.Action = "left without an owner"
+		case inSet(out.Kept, path):
+			row.Action, row.Why = "kept without an owner", out.Why
+		case inSet(out.Removed, path):
+			row.Action = "removed"
+		default:
+			row.Action = "left to " + strings.Join(row.OwnersAfter, ", ")
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// inSet reports whether s holds the leaf path p (core form).
+func inSet(s *fieldset.Set, p string) bool {
+	return s != nil && slices.Contains(ownershipcore.FormatSet(s), p)
+}
+
+// ownersOf lists the entries of mf that own path.
+func ownersOf(mf ownershipcore.ManagedFields, path string) []string {
+	var out []string
+	for _, e := range mf {
+		if inSet(e.Fields, path) {
+			out = append(out, describeEntry(e.ManagerKey))
+		}
+	}
+	return out
+}
+
+// valueAfter is the JSON of the value at path in obj, "(removed)" when
+// obj holds none, "(masked)" for a Secret.
+func valueAfter(obj *unstructured.Unstructured, path string, secret bool) string {
+	p, err := ownershipcore.ParsePath(path)
+	if err != nil {
+		return "?"
+	}
+	v, ok := ownershipcore.ValueAt(obj, p)
+	switch {
+	case !ok:
+		return "(removed)"
+	case secret:
+		return "(masked)"
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(raw)
+}
+
+// errDeleteKinds refuses what plan --delete does not plan.
+var errDeleteKinds = errors.New("plan --delete knows FieldPatch and ClusterFieldPatch")
+
+// namedPatches are the patches TYPE/NAME arguments name (fieldpatch,
+// fieldpatches or fp; clusterfieldpatch, clusterfieldpatches or cfp), as
+// objects plan reads from the cluster.
+func namedPatches(args []string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, a := range args {
+		typ, name, ok := strings.Cut(a, "/")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q: name a patch as fieldpatch/NAME or clusterfieldpatch/NAME", a)
+		}
+		kind := ""
+		switch strings.ToLower(typ) {
+		case "fieldpatch", "fieldpatches", "fp", "fieldpatch.fieldops.dev", "fieldpatches.fieldops.dev":
+			kind = "FieldPatch"
+		case "clusterfieldpatch", "clusterfieldpatches", "cfp", "clusterfieldpatch.fieldops.dev", "clusterfieldpatches.fieldops.dev":
+			kind = "ClusterFieldPatch"
+		default:
+			return nil, fmt.Errorf("%q: %w", a, errDeleteKinds)
+		}
+		u := namedObject(v1alpha1.GroupVersion.String(), kind, "", name)
+		u.Object["spec"] = map[string]interface{}{}
+		out = append(out, u)
+	}
+	return out, nil
+}
