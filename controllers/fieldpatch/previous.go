@@ -13,8 +13,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -95,7 +96,7 @@ func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unst
 		return err
 	}
 	secret := r.previousValuesSecret(p.obj, key, map[string][]byte{PreviousValuesKey: raw, PreviousTargetKey: []byte(uid)})
-	if err := r.secretsClient(p.applier).Patch(ctx, secret, client.Apply, client.FieldOwner(previousValuesManager), client.ForceOwnership); err != nil {
+	if err := r.secretsClient(p.applier).Apply(ctx, secret, client.FieldOwner(previousValuesManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("keep the previous values in Secret %s: %w", key, err)
 	}
 	return nil
@@ -107,22 +108,18 @@ const previousValuesManager = "fieldops-previous-values"
 
 // previousValuesSecret is the apply configuration of obj's Secret of
 // previous values holding data, owned by obj.
-func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.ObjectKey, data map[string][]byte) *corev1.Secret {
-	gvk := v1alpha1.GroupVersion.WithKind("FieldPatch")
+func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.ObjectKey, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+	kind := "FieldPatch"
 	if r.Cluster {
-		gvk = v1alpha1.GroupVersion.WithKind("ClusterFieldPatch")
+		kind = "ClusterFieldPatch"
 	}
-	return &corev1.Secret{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: key.Name, Namespace: key.Namespace,
-			Labels:          map[string]string{LabelPreviousValuesOf: string(obj.GetUID()), "app.kubernetes.io/managed-by": "fieldops"},
-			Annotations:     map[string]string{"fieldops.dev/patch": obj.GetNamespace() + "/" + obj.GetName()},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, gvk)},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}
+	return corev1ac.Secret(key.Name, key.Namespace).
+		WithLabels(map[string]string{LabelPreviousValuesOf: string(obj.GetUID()), "app.kubernetes.io/managed-by": "fieldops"}).
+		WithAnnotations(map[string]string{"fieldops.dev/patch": obj.GetNamespace() + "/" + obj.GetName()}).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(v1alpha1.GroupVersion.String()).WithKind(kind).
+			WithName(obj.GetName()).WithUID(obj.GetUID()).WithController(true).WithBlockOwnerDeletion(true)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(data)
 }
 
 // decodePrevious reads the previous values of secret for the target with
@@ -135,7 +132,7 @@ func decodePrevious(secret *corev1.Secret, uid string) (*unstructured.Unstructur
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %s does not decode", secret.Namespace, secret.Name, PreviousValuesKey)
+		return nil, fmt.Errorf("the previous values in Secret %s/%s (%s) do not decode", secret.Namespace, secret.Name, PreviousValuesKey)
 	}
 	return u, nil
 }

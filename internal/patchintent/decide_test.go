@@ -50,7 +50,7 @@ func configMap(t *testing.T, data map[string]interface{}, entries ...[3]string) 
 	u.SetUID("uid-1")
 	var mf []metav1.ManagedFieldsEntry
 	for _, e := range entries {
-		mf = append(mf, metav1.ManagedFieldsEntry{Manager: e[0], Operation: metav1.ManagedFieldsOperationType(e[1]), APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(e[2])}})
+		mf = append(mf, metav1.ManagedFieldsEntry{Manager: e[0], Operation: metav1.ManagedFieldsOperationType(e[1]), APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(e[2])})
 	}
 	u.SetManagedFields(mf)
 	return u
@@ -60,9 +60,9 @@ func configMap(t *testing.T, data map[string]interface{}, entries ...[3]string) 
 // recorded and, per previous owner (manager, operation, FieldsV1 JSON),
 // the fields taken from it.
 func record(recorded string, owners ...[3]string) *v1alpha1.FieldPatchStatus {
-	st := &v1alpha1.FieldPatchStatus{TargetUID: "uid-1", RecordedFields: &metav1.FieldsV1{Raw: []byte(recorded)}}
+	st := &v1alpha1.FieldPatchStatus{TargetUID: "uid-1", RecordedFields: metav1.NewFieldsV1(recorded)}
 	for _, o := range owners {
-		st.PreviousOwners = append(st.PreviousOwners, v1alpha1.PreviousOwner{Manager: o[0], Operation: metav1.ManagedFieldsOperationType(o[1]), APIVersion: "v1", FieldsV1: &metav1.FieldsV1{Raw: []byte(o[2])}})
+		st.PreviousOwners = append(st.PreviousOwners, v1alpha1.PreviousOwner{Manager: o[0], Operation: metav1.ManagedFieldsOperationType(o[1]), APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(o[2])})
 	}
 	return st
 }
