@@ -107,7 +107,7 @@ spec:
 			resource: "/apis/fieldops.dev/v1alpha1/namespaces/print-columns/fieldpatches",
 			count:    "fieldCount",
 			columns:  map[string]interface{}{"Target-Kind": "Deployment", "Target-Name": "web", "Fields": float64(0)},
-			headers:  []string{"Target-Kind", "Target-Name", "Ready", "Reason", "Fields", "Age"},
+			headers:  []string{"Target-Kind", "Target-Name", "Ready", "Reason", "Fields", "Expires", "Age"},
 		},
 		{
 			yaml: `apiVersion: fieldops.dev/v1alpha1
@@ -119,7 +119,7 @@ spec:
 			resource: "/apis/fieldops.dev/v1alpha1/clusterfieldpatches",
 			count:    "fieldCount",
 			columns:  map[string]interface{}{"Target-Kind": "Deployment", "Target-Namespace": "kube-system", "Target-Name": "coredns", "Fields": float64(0)},
-			headers:  []string{"Target-Kind", "Target-Namespace", "Target-Name", "Ready", "Reason", "Fields", "Age"},
+			headers:  []string{"Target-Kind", "Target-Namespace", "Target-Name", "Ready", "Reason", "Fields", "Expires", "Age"},
 		},
 		{
 			yaml: `apiVersion: fieldops.dev/v1alpha1
