@@ -12,4 +12,7 @@ var (
 	Glob        = glob
 	NewContests = newContests
 	Holders     = holders
+	// RestoreOnly is the first write of a LetGo with Restore alone (the
+	// apply of the previous values), as a crash right after it leaves it.
+	RestoreOnly = (*Applier).restore
 )
