@@ -297,23 +297,106 @@ func contentPaths(prefix string, a, b interface{}, out *[]string) {
 	}
 }
 
-// defaulted is got without the fields after lacks that got holds with no
-// owner: the apiserver's defaulting or a mutating admission plugin set
-// them (a removed field with a default comes back), which the model leaves
-// to it.
+// defaulted is got without what the apiserver's defaulting or a mutating
+// admission plugin added, which the model leaves to it:
+//   - the fields after lacks that got holds with no owner (a removed field
+//     with a default comes back); a list item's key field goes last, so the
+//     item is found by its keys until then;
+//   - what got's value of an atomic list or map (a leaf of both field
+//     sets) holds besides after's, where it holds all of after's (a
+//     LimitRange's limits item gains defaultRequest);
+//   - another value, at a field no entry of got owns, that the write left
+//     as before had it: the apiserver's registry strategy keeps such
+//     values (a DaemonSet's deprecated.daemonset.template.generation
+//     annotation counts its template's changes).
+//
+// A field got holds besides that an entry owns stays: a divergence.
 func (m Model) defaulted(before, after, got State) State {
 	as, err1 := m.contentSet(after.Object)
 	gs, err2 := m.contentSet(got.Object)
 	if err1 != nil || err2 != nil {
 		return got
 	}
-	extra := gs.Difference(as)
-	if extra.Empty() || !extra.Intersection(got.Owners.Union()).Empty() {
-		return got
+	owned := got.Owners.Union()
+	extra := gs.Difference(as).Difference(owned)
+	keys := keyFields(extra)
+	content, err := m.removeValues(got.Object, extra.Difference(keys), owned)
+	if err == nil {
+		content, err = m.removeValues(content, keys, owned)
 	}
-	content, err := m.removeValues(got.Object, extra, got.Owners.Union())
 	if err != nil {
 		return got
 	}
+	as.Intersection(gs).Iterate(func(p fieldpath.Path) {
+		av, ok := valueAt(after.Object.Object, p)
+		gv, found := valueAt(content.Object, p)
+		if !ok || !found || equality.Semantic.DeepEqual(av, gv) {
+			return
+		}
+		kept := false
+		if before.Object != nil {
+			bv, had := valueAt(before.Object.Object, p)
+			kept = had && !owned.Has(p) && equality.Semantic.DeepEqual(integralValue(bv), av)
+		}
+		if kept || adds(av, gv) {
+			setAt(content.Object, p, av) // after is a copy of its own (integral)
+		}
+	})
 	return State{Object: content, Owners: got.Owners, SamePaths: got.SamePaths}
+}
+
+// keyFields are the paths of set that name a key field of the list item
+// they are in.
+func keyFields(set *fieldpath.Set) *fieldpath.Set {
+	out := fieldpath.NewSet()
+	set.Iterate(func(p fieldpath.Path) {
+		if n := len(p); n >= 2 && p[n-1].FieldName != nil && p[n-2].Key != nil {
+			for _, k := range *p[n-2].Key {
+				if k.Name == *p[n-1].FieldName {
+					out.Insert(p)
+				}
+			}
+		}
+	})
+	return out
+}
+
+// adds reports whether g is a with things added: every key of a map of a
+// with the same value or more, lists of the same length item by item,
+// scalars equal.
+func adds(a, g interface{}) bool {
+	switch at := a.(type) {
+	case map[string]interface{}:
+		gt, ok := g.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		for k, v := range at {
+			if gv, ok := gt[k]; !ok || !adds(v, gv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		gt, ok := g.([]interface{})
+		if !ok || len(gt) != len(at) {
+			return false
+		}
+		for i := range at {
+			if !adds(at[i], gt[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return equality.Semantic.DeepEqual(a, g)
+}
+
+// setAt sets the value at p in obj (which holds it) to v.
+func setAt(obj map[string]interface{}, p fieldpath.Path, v interface{}) {
+	var parent interface{} = obj
+	if len(p) > 1 {
+		parent, _ = valueAt(obj, p[:len(p)-1])
+	}
+	_ = set(parent, p[len(p)-1], v)
 }

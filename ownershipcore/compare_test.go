@@ -45,7 +45,12 @@ func TestCompareAnswers(t *testing.T) {
 		return s
 	}
 	empty := ownershipcore.State{Object: widget(t, map[string]interface{}{}), SamePaths: true}
-	base := must(m.Apply(empty, widget(t, map[string]interface{}{"size": int64(1)}), "other", false))
+	base := must(m.Apply(empty, widget(t, map[string]interface{}{"size": int64(1), "atomicMap": map[string]interface{}{"a": "1"}}), "other", false))
+	// A value nobody owns (the apiserver's registry strategy set it).
+	base.Object = base.Object.DeepCopy()
+	if err := unstructured.SetNestedField(base.Object.Object, "1", "spec", "nested", "inner", "strategy"); err != nil {
+		t.Fatal(err)
+	}
 	base = must(m.Apply(base, widget(t, map[string]interface{}{"labels": map[string]interface{}{"a": "x", "b": "x"}}), "fp", false))
 	intent := widget(t, map[string]interface{}{"labels": map[string]interface{}{"a": "y"}})
 	predicted := must(m.Apply(base, intent, "fp", false))
@@ -53,6 +58,16 @@ func TestCompareAnswers(t *testing.T) {
 	defaulted := predicted
 	defaulted.Object = predicted.Object.DeepCopy()
 	if err := unstructured.SetNestedField(defaulted.Object.Object, "d", "spec", "nested", "inner", "k"); err != nil {
+		t.Fatal(err)
+	}
+	atomic := predicted
+	atomic.Object = predicted.Object.DeepCopy()
+	if err := unstructured.SetNestedField(atomic.Object.Object, "2", "spec", "atomicMap", "b"); err != nil {
+		t.Fatal(err)
+	}
+	strategy := predicted
+	strategy.Object = predicted.Object.DeepCopy()
+	if err := unstructured.SetNestedField(strategy.Object.Object, "2", "spec", "nested", "inner", "strategy"); err != nil {
 		t.Fatal(err)
 	}
 	floats := predicted
@@ -68,8 +83,10 @@ func TestCompareAnswers(t *testing.T) {
 		{name: "as predicted", answer: predicted, allOK: true, ownOK: true},
 		{name: "defaulted field nobody owns", answer: defaulted, allOK: true, ownOK: true},
 		{name: "a float for an integer", answer: floats, allOK: true, ownOK: true},
+		{name: "defaulting adds to an atomic map", answer: atomic, allOK: true, ownOK: true},
+		{name: "the apiserver changes a value nobody owns", answer: strategy, allOK: true, ownOK: true},
 		{name: "another owner's value changed in between",
-			answer: must(m.Apply(predicted, widget(t, map[string]interface{}{"size": int64(2)}), "other", false)),
+			answer: must(m.Apply(predicted, widget(t, map[string]interface{}{"size": int64(2), "atomicMap": map[string]interface{}{"a": "1"}}), "other", false)),
 			all:    "content differs at .spec.size", ownOK: true},
 		{name: "a third manager wrote in between",
 			answer: must(m.Apply(predicted, widget(t, map[string]interface{}{"labels": map[string]interface{}{"c": "q"}}), "third", false)),
