@@ -426,7 +426,7 @@ func (a *Applier) verify(ctx context.Context, s State, intent, answer *unstructu
 	if opts.DryRun {
 		op += " (dry run)"
 	}
-	return divergence(ctx, describe(answer), op, opts.FieldManager, diff)
+	return m.divergence(ctx, &DivergenceError{Object: describe(answer), Operation: op, Manager: opts.FieldManager, Diff: diff}, s, predicted, got)
 }
 
 // skeleton is the object intent names, with no content: what an apply

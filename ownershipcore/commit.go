@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,10 @@ type DivergenceError struct {
 	Manager string
 	// Diff says how the answer differs (see Diff).
 	Diff string
+	// Redefaulted says that the answer differs only in fields the write
+	// removed that the apiserver's defaulting set again and recorded as
+	// Manager's (Model.Redefaulted): the model runs no defaulting.
+	Redefaulted bool
 }
 
 func (e *DivergenceError) Error() string {
@@ -56,17 +61,57 @@ func (e *DivergenceError) Error() string {
 
 // MessageDivergence is the message of the log line a divergence is
 // reported with (through the context's logger, log.FromContext), with the
-// keys "operation", "manager", "object" and "difference" (fields, never
-// values): the answer to a write differs from the model's prediction.
+// keys "operation", "manager", "object", "difference" (fields, never
+// values) and "redefaulted" (DivergenceError.Redefaulted): the answer to a
+// write differs from the model's prediction.
 const MessageDivergence = "The apiserver's answer differs from the model's prediction"
 
-// divergence returns a *DivergenceError for diff ("": nil) and logs it.
-func divergence(ctx context.Context, object, operation, manager, diff string) error {
-	if diff == "" {
+// divergence returns a *DivergenceError for the difference between
+// predicted and got, the answer to a write on before (nil when they agree)
+// and logs it.
+func (m Model) divergence(ctx context.Context, d *DivergenceError, before, predicted, got State) error {
+	if d.Diff == "" {
 		return nil
 	}
-	log.FromContext(ctx).Info(MessageDivergence, "operation", operation, "manager", manager, "object", object, "difference", diff)
-	return &DivergenceError{Object: object, Operation: operation, Manager: manager, Diff: diff}
+	d.Redefaulted = m.Redefaulted(before, predicted, got, d.Manager)
+	log.FromContext(ctx).Info(MessageDivergence, "operation", d.Operation, "manager", d.Manager, "object", d.Object,
+		"difference", d.Diff, "redefaulted", d.Redefaulted)
+	return d
+}
+
+// Redefaulted reports whether answer, the apiserver's answer to manager's
+// write on before, differs from predicted only in fields predicted lacks
+// that answer holds and records as manager's alone, in an Update entry:
+// fields the write removed that the apiserver's defaulting set again (a
+// Deployment's replicas), which the field manager records as the writer's
+// change. The model runs no defaulting, so it cannot predict them.
+func (m Model) Redefaulted(before, predicted, answer State, manager string) bool {
+	predicted, answer = integral(predicted), integral(answer)
+	ps, err1 := m.contentSet(predicted.Object)
+	as, err2 := m.contentSet(answer.Object)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	extra := as.Difference(ps)
+	others := fieldpath.NewSet()
+	owners := make(ManagedFields, 0, len(answer.Owners))
+	for _, e := range answer.Owners {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" {
+			e = Entry{ManagerKey: e.ManagerKey, Time: e.Time, Fields: e.Fields.Difference(extra)}
+		} else {
+			others = others.Union(e.Fields)
+		}
+		owners = append(owners, e)
+	}
+	extra = extra.Difference(others)
+	if extra.Empty() {
+		return false
+	}
+	content, err := m.removeValues(answer.Object, extra, others)
+	if err != nil {
+		return false
+	}
+	return m.Compare(before, predicted, State{Object: content, Owners: owners, SamePaths: answer.SamePaths}) == ""
 }
 
 // Commit writes after in one request by manager: a JSON patch (RFC 6902)
@@ -122,7 +167,8 @@ func (a *Applier) Commit(ctx context.Context, before, after State, manager strin
 	if err != nil {
 		return State{}, err
 	}
-	return got, divergence(ctx, describe(live), "JSON patch", manager, m.Compare(before, after, got))
+	d := &DivergenceError{Object: describe(live), Operation: "JSON patch", Manager: manager, Diff: m.Compare(before, after, got)}
+	return got, m.divergence(ctx, d, before, after, got)
 }
 
 // isTestFailed reports the apiserver's answer to a JSON patch whose test
