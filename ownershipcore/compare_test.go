@@ -7,6 +7,7 @@ Licensed under the Apache License, Version 2.0.
 package ownershipcore_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -105,5 +106,41 @@ func TestCompareAnswers(t *testing.T) {
 				t.Errorf("CompareOwn = %q, want %q (empty: %v)", own, tc.own, tc.ownOK)
 			}
 		})
+	}
+}
+
+// An update by a manager whose Update entry is of another version (a
+// custom resource converted with strategy None) makes an entry of the
+// request's version, which takes the fields the update changes from the
+// other one, as the apiserver keys Update entries by apiVersion too
+// (test/invariants, corpus seed 9100650: "ops" updated in v1 with an entry
+// of v2).
+func TestUpdateByAManagerWithAnEntryOfAnotherVersion(t *testing.T) {
+	schema, err := modelfuzz.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ownershipcore.Model{Schema: schema}
+	fields, err := ownershipcore.ParsePathSet([]string{".spec.size", ".spec.labels.a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := ownershipcore.ManagerKey{Manager: "ops", Operation: "Update", APIVersion: "example.dev/v2"}
+	before := ownershipcore.State{Object: widget(t, map[string]interface{}{"size": int64(1), "labels": map[string]interface{}{"a": "x"}}),
+		Owners: ownershipcore.ManagedFields{{ManagerKey: v2, Fields: fields}}, SamePaths: true}
+	after, err := m.Update(before, widget(t, map[string]interface{}{"size": int64(2), "labels": map[string]interface{}{"a": "x"}}), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, e := range after.Owners {
+		got[e.ManagerKey.String()] = ownershipcore.FormatSet(e.Fields)
+	}
+	want := map[string][]string{
+		`"ops" (Update example.dev/v1)`: {".spec.size"},
+		`"ops" (Update example.dev/v2)`: {".spec.labels.a"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("entries = %v, want %v", got, want)
 	}
 }

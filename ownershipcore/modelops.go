@@ -80,7 +80,11 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 	}
 	version := s.Object.GetAPIVersion()
 	restore := map[ManagerKey]string{}
-	relabel := func(u *unstructured.Unstructured) error { return relabelEntries(u, version, restore) }
+	writer := manager // an Update's: its entries of other versions are other managers
+	if applying {
+		writer = ""
+	}
+	relabel := func(u *unstructured.Unstructured) error { return relabelEntries(u, version, writer, restore) }
 	if err := relabel(obj); err != nil {
 		return State{}, err
 	}
@@ -114,24 +118,35 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 		if v, ok := restore[key]; ok && !ownApply && e.Subresource == "" {
 			owners[i].APIVersion = v
 		}
+		owners[i].Manager = strings.TrimSuffix(e.Manager, otherVersion)
 	}
 	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
 }
 
+// otherVersion marks, during one operation, an Update entry of the
+// writer in another version: the apiserver keys Update entries by
+// apiVersion too, so the writer's update makes an entry of its own version
+// and takes the fields it changes from that one, as from another manager.
+const otherVersion = "\x00other-version"
+
 // relabelEntries gives u's entries of the main resource in another version
-// than version that version, noting their own in restore. Two entries that
-// would then share a key are unpredictable.
-func relabelEntries(u *unstructured.Unstructured, version string, restore map[ManagerKey]string) error {
+// than version that version, noting their own in restore; writer's Update
+// entries among them are marked otherVersion. Two entries that would then
+// share a key are unpredictable.
+func relabelEntries(u *unstructured.Unstructured, version, writer string, restore map[ManagerKey]string) error {
 	entries := u.GetManagedFields()
 	changed := false
 	seen := map[ManagerKey]bool{}
 	for i, e := range entries {
 		if e.Subresource == "" && e.APIVersion != "" && e.APIVersion != version {
-			restore[ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
+			if writer != "" && e.Manager == writer && e.Operation == metav1.ManagedFieldsOperationUpdate {
+				entries[i].Manager = e.Manager + otherVersion
+			}
+			restore[ManagerKey{Manager: entries[i].Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
 			entries[i].APIVersion = version
 			changed = true
 		}
-		key := ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
+		key := ManagerKey{Manager: entries[i].Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
 		if seen[key] {
 			return fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
 		}
