@@ -80,11 +80,7 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 	}
 	version := s.Object.GetAPIVersion()
 	restore := map[ManagerKey]string{}
-	writer := manager // an Update's: its entries of other versions are other managers
-	if applying {
-		writer = ""
-	}
-	relabel := func(u *unstructured.Unstructured) error { return relabelEntries(u, version, writer, restore) }
+	relabel := func(u *unstructured.Unstructured) error { return relabelEntries(u, version, restore) }
 	if err := relabel(obj); err != nil {
 		return State{}, err
 	}
@@ -118,29 +114,32 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 		if v, ok := restore[key]; ok && !ownApply && e.Subresource == "" {
 			owners[i].APIVersion = v
 		}
-		owners[i].Manager = strings.TrimSuffix(e.Manager, otherVersion)
+		if name, v, ok := strings.Cut(e.Manager, otherVersion); ok {
+			owners[i].Manager, owners[i].APIVersion = name, v
+		}
 	}
 	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
 }
 
-// otherVersion marks, during one operation, an Update entry of the
-// writer in another version: the apiserver keys Update entries by
-// apiVersion too, so the writer's update makes an entry of its own version
-// and takes the fields it changes from that one, as from another manager.
-const otherVersion = "\x00other-version"
+// otherVersion separates, during one operation, the manager of an Update
+// entry of another version from that version in the manager's name: the
+// apiserver keys Update entries by apiVersion too, so each is a manager of
+// its own (an update makes an entry of its own version, which takes the
+// fields it changes from the writer's entries of other versions too).
+const otherVersion = "\x00"
 
 // relabelEntries gives u's entries of the main resource in another version
-// than version that version, noting their own in restore; writer's Update
-// entries among them are marked otherVersion. Two entries that would then
-// share a key are unpredictable.
-func relabelEntries(u *unstructured.Unstructured, version, writer string, restore map[ManagerKey]string) error {
+// than version that version, noting an Apply entry's own in restore and
+// naming an Update entry's into its manager's (otherVersion). Two entries
+// that would then share a key are unpredictable.
+func relabelEntries(u *unstructured.Unstructured, version string, restore map[ManagerKey]string) error {
 	entries := u.GetManagedFields()
 	changed := false
 	seen := map[ManagerKey]bool{}
 	for i, e := range entries {
 		if e.Subresource == "" && e.APIVersion != "" && e.APIVersion != version {
-			if writer != "" && e.Manager == writer && e.Operation == metav1.ManagedFieldsOperationUpdate {
-				entries[i].Manager = e.Manager + otherVersion
+			if e.Operation == metav1.ManagedFieldsOperationUpdate {
+				entries[i].Manager = e.Manager + otherVersion + e.APIVersion
 			}
 			restore[ManagerKey{Manager: entries[i].Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
 			entries[i].APIVersion = version
