@@ -15,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -91,7 +93,7 @@ func (p *predictor) checkUpdate(ctx context.Context, live, changed, answer *unst
 	if err != nil {
 		return "harness: " + err.Error()
 	}
-	next := changed.DeepCopy()
+	next := decoded(changed)
 	// The patch does not touch the managed fields: the apiserver keeps
 	// them, and so must the model (Model.Update replaces them otherwise).
 	unstructured.RemoveNestedField(next.Object, "metadata", "managedFields")
@@ -105,6 +107,26 @@ func (p *predictor) checkUpdate(ctx context.Context, live, changed, answer *unst
 // compare is how answer, manager's write on before, differs from
 // predicted ("": not at all), prefixed with redefaulted when the
 // apiserver's defaulting explains it.
+// decoded is u as the apiserver reads a patched object before its field
+// manager records the update: a built-in kind decoded into its Go type and
+// encoded again (client-go's scheme), so a map the patch emptied, which
+// the Go type omits when empty (a pod template's nodeSelector), is gone,
+// and the update records no field for it. Other kinds are as they are.
+func decoded(u *unstructured.Unstructured) *unstructured.Unstructured {
+	typed, err := clientgoscheme.Scheme.New(u.GroupVersionKind())
+	if err != nil {
+		return u.DeepCopy()
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+		return u.DeepCopy()
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return u.DeepCopy()
+	}
+	return &unstructured.Unstructured{Object: content}
+}
+
 func (p *predictor) compare(before, predicted ownershipcore.State, answer *unstructured.Unstructured, manager string) string {
 	got, err := ownershipcore.NewState(answer, before.SamePaths)
 	if err != nil {
