@@ -105,6 +105,13 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 	if err != nil {
 		return State{}, err
 	}
+	restoreEntries(owners, version, manager, applying, restore)
+	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
+}
+
+// restoreEntries gives the entries relabelEntries relabelled their own
+// version and manager back, in place.
+func restoreEntries(owners ManagedFields, version, manager string, applying bool, restore map[ManagerKey]string) {
 	for i, e := range owners {
 		key := e.ManagerKey
 		key.APIVersion = version
@@ -118,7 +125,6 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 			owners[i].Manager, owners[i].APIVersion = name, v
 		}
 	}
-	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
 }
 
 // otherVersion separates, during one operation, the manager of an Update
