@@ -235,7 +235,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		return res, ErrTargetGone
 	}
 	if live == nil {
-		return a.send(ctx, &res, intent, nil, false, opts)
+		return a.send(ctx, &res, intent, State{}, false, opts)
 	}
 	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
 	if err != nil {
@@ -259,7 +259,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		}
 		return res, nil
 	}
-	res, err = a.send(ctx, &res, intent, s.Object, force, opts)
+	res, err = a.send(ctx, &res, intent, s, force, opts)
 	if err == nil && dropped && res.Action == ActionUnchanged {
 		res.Action = ActionConfigured // the drop wrote
 	}
@@ -330,11 +330,13 @@ func (a *Applier) decide(ctx context.Context, res *Result, s State, intent *unst
 	return intent, force, Diff(view, next) == "", nil
 }
 
-// send sends the server-side apply of intent (decided on live; nil: no
-// object) and resolves once more the conflicts the apiserver alone
-// reports. A forced apply is guarded by live's resourceVersion: refused,
-// it returns ErrStale.
-func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructured.Unstructured, force bool, opts ApplyOptions) (Result, error) {
+// send sends the server-side apply of intent (decided on s; s.Object nil:
+// no object) and resolves once more the conflicts the apiserver alone
+// reports. A forced apply is guarded by s's resourceVersion: refused, it
+// returns ErrStale. The answer is checked against the model's prediction
+// (verify).
+func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Unstructured, s State, force bool, opts ApplyOptions) (Result, error) {
+	live := s.Object
 	for round := 0; ; round++ {
 		out, applyOpts := applyRequest(intent, live, force, opts)
 		if force && !opts.DryRun && opts.BeforeForce != nil {
@@ -346,7 +348,7 @@ func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructu
 		switch {
 		case err == nil:
 			res.Object, res.Action = out, appliedAction(live, out, opts.DryRun)
-			return *res, nil
+			return *res, a.verify(ctx, s, intent, out, force, opts)
 		case isUIDMismatch(err):
 			return *res, ErrTargetGone
 		case force && isStaleApply(err):
@@ -361,6 +363,83 @@ func (a *Applier) send(ctx context.Context, res *Result, intent, live *unstructu
 			return *res, err
 		}
 	}
+}
+
+// verify compares answer, the apiserver's answer to the apply of intent by
+// opts.FieldManager (with force or not) decided on s, with the model's
+// prediction (Model.Apply on s) as Commit does (Model.Compare: values and
+// managed fields, times and server-set metadata aside, fields the
+// apiserver's defaulting or a mutating admission plugin added that nobody
+// owns accepted). A difference is logged (MessageDivergence) and returned
+// as a *DivergenceError; the apply happened. A dry run is compared too
+// (its answer is the object as it would be stored).
+//
+// How much of the answer the prediction decides depends on the request:
+//
+//   - A forced apply carries s's resourceVersion (a precondition): its
+//     answer was computed from s, and is compared whole.
+//   - An apply without force carries none: sending one would turn every
+//     write of another actor between the read (an informer cache) and the
+//     apply, a controller's status update above all, into a refusal and a
+//     second round of read, decision and apply, for writes that cannot
+//     take anything from anyone (the apiserver refuses them on a
+//     conflict). Between the read and the apply others may have written,
+//     which the answer holds and the prediction cannot; what the apply
+//     alone decides is compared (Model.CompareOwn): the applier's entries,
+//     the values of the fields they hold, and the fields the apply prunes
+//     that nobody else owns. Where the model finds a conflict the apiserver
+//     did not (an owner let the field go in between), that part is
+//     predicted from the forced apply, which decides it the same way.
+//   - A create (s.Object nil) is predicted from the empty object, and
+//     compared as an apply without force (someone may create the object
+//     first).
+//
+// Nothing is compared when the model cannot predict the apply:
+// entries of another version whose paths may differ (ErrUnpredictable),
+// an object read in another version than the intent's, or an intent the
+// model's schema refuses and the apiserver's, newer, accepted.
+func (a *Applier) verify(ctx context.Context, s State, intent, answer *unstructured.Unstructured, force bool, opts ApplyOptions) error {
+	m := a.Model()
+	guarded := force && s.Object != nil
+	if s.Object == nil {
+		s = State{Object: skeleton(intent), SamePaths: true}
+	}
+	if s.Object.GetAPIVersion() != intent.GetAPIVersion() {
+		return nil
+	}
+	predicted, err := m.Apply(s, intent, opts.FieldManager, force)
+	if apierrors.IsConflict(err) && !guarded {
+		predicted, err = m.Apply(s, intent, opts.FieldManager, true)
+	}
+	if err != nil {
+		return nil
+	}
+	got, err := NewState(answer, s.SamePaths)
+	if err != nil {
+		return nil // managed fields the model cannot decode: nothing to compare
+	}
+	op := "apply"
+	diff := ""
+	if guarded {
+		op, diff = "forced apply", m.Compare(s, predicted, got)
+	} else {
+		diff = m.CompareOwn(s, predicted, got, opts.FieldManager)
+	}
+	if opts.DryRun {
+		op += " (dry run)"
+	}
+	return m.divergence(ctx, &DivergenceError{Object: describe(answer), Operation: op, Manager: opts.FieldManager, Diff: diff}, s, predicted, got)
+}
+
+// skeleton is the object intent names, with no content: what an apply
+// that creates it starts from.
+func skeleton(intent *unstructured.Unstructured) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(intent.GetAPIVersion())
+	u.SetKind(intent.GetKind())
+	u.SetNamespace(intent.GetNamespace())
+	u.SetName(intent.GetName())
+	return u
 }
 
 // applyRequest is the body and options of the apply of intent: the UID

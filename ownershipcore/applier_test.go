@@ -368,3 +368,44 @@ spec:
 		}
 	}
 }
+
+// Every apply's answer is checked against the model's prediction (a
+// *DivergenceError otherwise): a create, a forced apply (compared whole:
+// it carries the resourceVersion it was decided on), a dry run, and an
+// apply without force decided on a stale read (another manager wrote in
+// between: only what the apply decides is compared). Values the
+// apiserver's defaulting adds (a container's imagePullPolicy) are its own;
+// a quantity the apiserver stores in its canonical form ("0.5" as "500m")
+// is the value the intent gave.
+func TestApplyAnswerMatchesPrediction(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newApplier(t)
+	create := obj(t, sprintf(imageDeployment, "predicted"))
+	res, err := a.Apply(ctx, create, ownershipcore.ApplyOptions{FieldManager: "mw"})
+	if err != nil || res.Action != ownershipcore.ActionCreated {
+		t.Fatalf("create: %v %v", res.Action, err)
+	}
+	forced := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"predicted","namespace":"default"},
+"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"app","env":[{"name":"A","value":"1"}],"resources":{"limits":{"cpu":"0.5"}}}]}}}}`)
+	force := ownershipcore.ApplyOptions{FieldManager: "fp", Conflicts: ownershipcore.Static(ownershipcore.DecisionForce)}
+	for _, dryRun := range []bool{true, false} {
+		force.DryRun = dryRun
+		if res, err = a.Apply(ctx, forced, force); err != nil || res.Action != ownershipcore.ActionConfigured {
+			t.Fatalf("forced apply (dry run %v): %v %v", dryRun, res.Action, err)
+		}
+	}
+	stale := get(t, a.Client, create)
+	if err := a.Client.Patch(ctx, obj(t, sprintf(imageDeployment, "predicted")), client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"team":"a"}}}`)), client.FieldOwner("labeler")); err != nil {
+		t.Fatal(err)
+	}
+	annotate := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"predicted","namespace":"default","annotations":{"x":"y"}}}`)
+	res, err = a.Apply(ctx, annotate, ownershipcore.ApplyOptions{FieldManager: "ops", Live: stale})
+	var div *ownershipcore.DivergenceError
+	if errors.As(err, &div) || err != nil || res.Action != ownershipcore.ActionConfigured {
+		t.Fatalf("apply decided on a stale read: %v %v", res.Action, err)
+	}
+	if labels := res.Object.GetLabels(); labels["team"] != "a" {
+		t.Fatalf("labels = %v, want the labeler's", labels)
+	}
+}

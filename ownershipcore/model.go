@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -80,8 +81,9 @@ func (s State) otherVersions() bool {
 }
 
 // comparable returns ErrUnpredictable when entries of other versions may
-// name fields with other paths, or when two entries differ only in their
-// version (the model would have to merge them; the apiserver keeps both).
+// name fields with other paths, or when two Apply entries of one manager
+// differ only in their version (the apiserver keeps one Apply entry per
+// manager; Update entries of several versions are managers of their own).
 func (s State) comparable() error {
 	if !s.otherVersions() {
 		return nil
@@ -92,7 +94,7 @@ func (s State) comparable() error {
 	seen := map[ManagerKey]bool{}
 	for _, e := range s.Owners {
 		key := e.ManagerKey
-		if key.Subresource == "" {
+		if key.Subresource == "" && key.Operation == metav1.ManagedFieldsOperationApply {
 			key.APIVersion = ""
 		}
 		if seen[key] {

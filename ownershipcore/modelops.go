@@ -105,6 +105,13 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 	if err != nil {
 		return State{}, err
 	}
+	restoreEntries(owners, version, manager, applying, restore)
+	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
+}
+
+// restoreEntries gives the entries relabelEntries relabelled their own
+// version and manager back, in place.
+func restoreEntries(owners ManagedFields, version, manager string, applying bool, restore map[ManagerKey]string) {
 	for i, e := range owners {
 		key := e.ManagerKey
 		key.APIVersion = version
@@ -114,13 +121,23 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 		if v, ok := restore[key]; ok && !ownApply && e.Subresource == "" {
 			owners[i].APIVersion = v
 		}
+		if name, v, ok := strings.Cut(e.Manager, otherVersion); ok {
+			owners[i].Manager, owners[i].APIVersion = name, v
+		}
 	}
-	return State{Object: out, Owners: owners, SamePaths: s.SamePaths, setAside: s.setAside}, nil
 }
 
+// otherVersion separates, during one operation, the manager of an Update
+// entry of another version from that version in the manager's name: the
+// apiserver keys Update entries by apiVersion too, so each is a manager of
+// its own (an update makes an entry of its own version, which takes the
+// fields it changes from the writer's entries of other versions too).
+const otherVersion = "\x00"
+
 // relabelEntries gives u's entries of the main resource in another version
-// than version that version, noting their own in restore. Two entries that
-// would then share a key are unpredictable.
+// than version that version, noting an Apply entry's own in restore and
+// naming an Update entry's into its manager's (otherVersion). Two entries
+// that would then share a key are unpredictable.
 func relabelEntries(u *unstructured.Unstructured, version string, restore map[ManagerKey]string) error {
 	if raw, _, ok := readRawEntries(u.Object); ok && sameVersion(raw, version) {
 		// Nothing to relabel: only the keys are checked, on the items
@@ -146,11 +163,14 @@ func relabelEntries(u *unstructured.Unstructured, version string, restore map[Ma
 	seen := map[ManagerKey]bool{}
 	for i, e := range entries {
 		if e.Subresource == "" && e.APIVersion != "" && e.APIVersion != version {
-			restore[ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
+			if e.Operation == metav1.ManagedFieldsOperationUpdate {
+				entries[i].Manager = e.Manager + otherVersion + e.APIVersion
+			}
+			restore[ManagerKey{Manager: entries[i].Manager, Operation: e.Operation, APIVersion: version}] = e.APIVersion
 			entries[i].APIVersion = version
 			changed = true
 		}
-		key := ManagerKey{Manager: e.Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
+		key := ManagerKey{Manager: entries[i].Manager, Operation: e.Operation, APIVersion: entries[i].APIVersion, Subresource: e.Subresource}
 		if seen[key] {
 			return fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
 		}

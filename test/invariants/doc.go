@@ -71,6 +71,19 @@ Licensed under the Apache License, Version 2.0.
 //     base keeps, merge patches through maps only), so such a reason is
 //     fieldops turning a valid patch invalid (a non-idempotent JSON
 //     operation applied twice) or an error that does not heal.
+//  8. The ownership core's model predicts the apiserver: another
+//     manager's request (an apply with or without force, an empty apply,
+//     a JSON merge patch, a JSON patch), predicted with ownershipcore's
+//     Model (Apply, or Update of the object as the patch makes it) from
+//     the target as read just before it, is answered with that prediction
+//     (Model.Compare: values and managed fields, times and server-set
+//     metadata aside, what the apiserver's defaulting adds accepted); and
+//     no write of fieldops is answered otherwise than its Applier
+//     predicted (the Applier's comparisons, logged as
+//     ownershipcore.MessageDivergence). The violation names the request.
+//     Applies are sent with the resourceVersion they were read at (and
+//     sent again when fieldops wrote in between), as updates are, so that
+//     the prediction starts from the object the apiserver changed.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another

@@ -40,6 +40,10 @@ type Env struct {
 	Timeout time.Duration
 
 	runs atomic.Int64
+
+	predictOnce sync.Once
+	predict     *predictor
+	predictErr  error
 }
 
 // fieldops is one running fieldops manager of a run.

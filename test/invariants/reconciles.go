@@ -7,16 +7,20 @@ Licensed under the Apache License, Version 2.0.
 package invariants
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
+
+	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // reconciles counts, per controller and object, the reconciles that
 // started and ended, from the "Reconciling" and "Reconcile successful /
 // done / Reconciler error" lines controller-runtime logs through the
-// manager's logger. That is the signal that a reconcile started after a
+// manager's logger, and keeps the divergences the ownership core logs
+// (ownershipcore.MessageDivergence). That is the signal that a reconcile started after a
 // given moment has finished, without sleeping.
 type reconciles struct {
 	mu      sync.Mutex
@@ -26,6 +30,9 @@ type reconciles struct {
 	// workers counts the controllers that started their workers (their
 	// informers synced).
 	workers int
+	// divergences are fieldops' writes whose answer differed from the
+	// Applier's prediction (ownershipcore.MessageDivergence), in order.
+	divergences []string
 }
 
 func newReconciles() *reconciles {
@@ -84,8 +91,12 @@ type reconcileSink struct {
 func (s *reconcileSink) Init(logr.RuntimeInfo) {}
 func (s *reconcileSink) Enabled(int) bool      { return true }
 
-func (s *reconcileSink) Info(_ int, msg string, _ ...interface{}) {
+func (s *reconcileSink) Info(_ int, msg string, kv ...interface{}) {
 	switch {
+	case msg == ownershipcore.MessageDivergence:
+		s.r.mu.Lock()
+		s.r.divergences = append(s.r.divergences, s.divergence(kv))
+		s.r.mu.Unlock()
 	case msg == "Starting workers":
 		s.r.mu.Lock()
 		s.r.workers++
@@ -108,6 +119,48 @@ func (s *reconcileSink) WithValues(kv ...interface{}) logr.LogSink {
 }
 
 func (s *reconcileSink) WithName(string) logr.LogSink { return s }
+
+// divergence describes a MessageDivergence line: the write, by whom, in
+// which reconcile, and how the answer differed.
+func (s *reconcileSink) divergence(kv []interface{}) string {
+	v := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, _ := kv[i].(string)
+		v[k] = fmt.Sprint(kv[i+1])
+	}
+	in := ""
+	if key := s.key(); key != "" {
+		in = " (reconcile of " + key + ")"
+	}
+	d := fmt.Sprintf("fieldops' %s by %q to %s%s: the apiserver's answer differs from the prediction: %s",
+		v["operation"], v["manager"], v["object"], in, v["difference"])
+	if v["redefaulted"] == "true" {
+		d = redefaulted + d
+	}
+	return d
+}
+
+// redefaulted prefixes a divergence that the apiserver's defaulting
+// explains (ownershipcore.Model.Redefaulted): a field the write removed
+// comes back with its default, recorded as the writer's. The model runs no
+// defaulting; such a divergence is a note, not a violation (the Applier
+// releases such a field again, and invariants (1) and (2) judge the
+// result).
+const redefaulted = "redefaulted: "
+
+// divergenceCount is how many divergences fieldops reported so far.
+func (r *reconciles) divergenceCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.divergences)
+}
+
+// divergencesSince returns the divergences reported after the first n.
+func (r *reconciles) divergencesSince(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.divergences[n:]...)
+}
 
 // key is "<controller> <namespace>/<name>" from the values controller-runtime
 // attaches to a reconcile's logger, or "" for other lines.

@@ -111,6 +111,9 @@ type run struct {
 	counts []*fieldops // every manager this run started, for their writes
 	bumps  int
 	faults *faults // nil: no fault injected
+	// divergent are the step's other-manager requests whose answer
+	// differed from the model's prediction: invariant (8).
+	divergent []string
 }
 
 // Run executes seq in a new namespace with a new fieldops manager, checks
@@ -180,6 +183,8 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	// settle: fieldops' reaction to the step, and a deletion's give-back,
 	// meet them.
 	injected := r.faults.injected()
+	diverged := r.recs.divergenceCount()
+	r.divergent = nil
 	r.faults.set(true)
 	written, note, err := r.do(ctx, s, before)
 	if err != nil {
@@ -207,6 +212,13 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	settled, reasons := r.settle(ctx)
 	r.faults.set(false)
 	vs = append(vs, settled...)
+	for _, d := range append(r.divergent, r.recs.divergencesSince(diverged)...) {
+		if strings.HasPrefix(d, redefaulted) {
+			note = strings.TrimPrefix(note+"; "+d, "; ")
+			continue
+		}
+		vs = append(vs, Violation{8, d})
+	}
 	if n := r.faults.injected() - injected; n > 0 {
 		note = strings.TrimPrefix(fmt.Sprintf("%s; %d writes of fieldops failed (injected)", note, n), "; ")
 	}
@@ -271,19 +283,7 @@ func objectOf(fields []Field) map[string]interface{} {
 func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, string, error) {
 	switch s.Op {
 	case OpCreate, OpApply:
-		u := &unstructured.Unstructured{Object: objectOf(s.Fields)}
-		u.SetGroupVersionKind(r.kind.GVK())
-		if s.APIVersion != "" {
-			u.SetAPIVersion(s.APIVersion)
-		}
-		u.SetNamespace(r.ns)
-		u.SetName(targetName)
-		opts := []client.ApplyOption{client.FieldOwner(s.Who)}
-		if s.Force || s.Op == OpCreate {
-			opts = append(opts, client.ForceOwnership)
-		}
-		err := r.env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
-		return r.response(u, before, err)
+		return r.apply(ctx, s, before)
 	case OpUpdate:
 		return r.update(ctx, s)
 	case OpPatchCreate:
@@ -350,6 +350,50 @@ func (r *run) response(u *unstructured.Unstructured, before *snapshot, err error
 	return s, "", err
 }
 
+// apply sends s's apply (OpCreate, OpApply) guarded by the resourceVersion
+// of the target as read just before it (retried when fieldops wrote in
+// between), so that the model predicts it from that object: a divergence
+// is invariant (8).
+func (r *run) apply(ctx context.Context, s Step, before *snapshot) (*snapshot, string, error) {
+	p, err := r.env.predictor()
+	if err != nil {
+		return nil, "", err
+	}
+	for attempt := 0; ; attempt++ {
+		intent := &unstructured.Unstructured{Object: objectOf(s.Fields)}
+		intent.SetGroupVersionKind(r.kind.GVK())
+		if s.APIVersion != "" {
+			intent.SetAPIVersion(s.APIVersion)
+		}
+		intent.SetNamespace(r.ns)
+		intent.SetName(targetName)
+		live, u := intent.DeepCopy(), intent.DeepCopy()
+		switch err := r.env.Client.Get(ctx, client.ObjectKeyFromObject(live), live); {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return nil, "", err
+		default:
+			u.SetResourceVersion(live.GetResourceVersion())
+		}
+		opts := []client.ApplyOption{client.FieldOwner(s.Who)}
+		force := s.Force || s.Op == OpCreate
+		if force {
+			opts = append(opts, client.ForceOwnership)
+		}
+		err := r.env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
+		if isStaleApply(err) && attempt < 5 {
+			continue
+		}
+		if err == nil {
+			if diff := p.checkApply(ctx, live, intent, u, s.Who, force); diff != "" {
+				r.divergent = append(r.divergent, divergence(s, diff))
+			}
+		}
+		return r.response(u, before, err)
+	}
+}
+
 // update sends s's changes as a JSON merge patch or a JSON patch computed
 // from the live target, guarded by its resourceVersion (retried when
 // fieldops wrote in between).
@@ -399,13 +443,33 @@ func (r *run) update(ctx context.Context, s Step) (*snapshot, string, error) {
 			b, _ = json.Marshal(m)
 			patch = client.RawPatch(types.MergePatchType, b)
 		}
+		read := live.DeepCopy()
 		err = r.env.Client.Patch(ctx, live, patch, client.FieldOwner(s.Who))
 		stale := apierrors.IsConflict(err) || s.JSONPatch && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test")
 		if stale && attempt < 5 {
 			continue
 		}
+		if err == nil {
+			if diff := r.checkUpdate(ctx, read, changed, live, s.Who); diff != "" {
+				r.divergent = append(r.divergent, divergence(s, diff))
+			}
+		}
 		return r.response(live, before, err)
 	}
+}
+
+// checkUpdate is the predictor's checkUpdate of an update of read into
+// changed (a JSON value) answered with answer.
+func (r *run) checkUpdate(ctx context.Context, read *unstructured.Unstructured, changed interface{}, answer *unstructured.Unstructured, who string) string {
+	p, err := r.env.predictor()
+	if err != nil {
+		return "harness: " + err.Error()
+	}
+	obj, ok := changed.(map[string]interface{})
+	if !ok {
+		return "harness: the changed object is no JSON object"
+	}
+	return p.checkUpdate(ctx, read, &unstructured.Unstructured{Object: obj}, answer, who)
 }
 
 // fillPatch sets fp's patch, type and policies from s.
