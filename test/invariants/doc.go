@@ -84,6 +84,13 @@ Licensed under the Apache License, Version 2.0.
 //     Applies are sent with the resourceVersion they were read at (and
 //     sent again when fieldops wrote in between), as updates are, so that
 //     the prediction starts from the object the apiserver changed.
+//  9. A field a FieldPatch with deletionPolicy Restore took from other
+//     managers holds, once the patch lets it go, its value from just
+//     before the patch first took it and belongs to those managers again,
+//     or another manager (not fieldops) wrote it since and holds it.
+//     TestOwnershipInvariants draws Restore for half of the HandBack
+//     patches (GenerateWith, Options.Restore); the regression corpus
+//     replays Generate's sequences as they were found.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another

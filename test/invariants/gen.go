@@ -30,11 +30,27 @@ const MinSteps = 4
 // FieldPatch and ManagedWorkload still there. The same seed always makes
 // the same sequence.
 func Generate(seed int64, maxSteps int) Sequence {
+	return GenerateWith(seed, maxSteps, Options{})
+}
+
+// Options are what a sequence may draw besides Generate's steps.
+type Options struct {
+	// Restore turns half of the HandBack patches into Restore ones, drawn
+	// from a stream of their own: a seed's steps stay those of Generate
+	// (the regression corpus replays Generate's).
+	Restore bool
+}
+
+// GenerateWith is Generate with opts.
+func GenerateWith(seed int64, maxSteps int, opts Options) Sequence {
 	r := rand.New(rand.NewSource(seed))
 	g := &gen{r: r, kind: kinds[r.Intn(len(kinds))], applied: map[string][]Field{}, workloads: map[string][]Field{}, setBy: map[string]string{}, present: map[string]bool{},
 		// Versions come from a stream of their own, so that a seed's
 		// steps are the same as before the kind had other versions.
 		vr: rand.New(rand.NewSource(seed ^ 0x7e75))}
+	if opts.Restore {
+		g.pr = rand.New(rand.NewSource(seed ^ 0x4e57))
+	}
 	n := MinSteps
 	if maxSteps > MinSteps {
 		n += r.Intn(maxSteps - MinSteps + 1)
@@ -52,7 +68,9 @@ func Generate(seed int64, maxSteps int) Sequence {
 // at fields others hold.
 type gen struct {
 	r, vr *rand.Rand
-	kind  *Kind
+	// pr draws Restore (Options.Restore); nil: never.
+	pr   *rand.Rand
+	kind *Kind
 	// applied is each manager's last applied intent.
 	applied map[string][]Field
 	// patch is the live FieldPatch's last create or edit step, or nil.
@@ -204,6 +222,9 @@ func (g *gen) createPatch() Step {
 	s.Deletion = v1alpha1.DeletionPolicyHandBack
 	if g.r.Intn(2) == 0 {
 		s.Deletion = v1alpha1.DeletionPolicyRelinquish
+	}
+	if s.Deletion == v1alpha1.DeletionPolicyHandBack && g.pr != nil && g.pr.Intn(2) == 0 {
+		s.Deletion = v1alpha1.DeletionPolicyRestore
 	}
 	for i := 1 + g.r.Intn(3); i > 0; i-- {
 		s.Fields = with(s.Fields, g.value(g.slot(g.fits(s.Type))))

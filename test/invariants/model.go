@@ -257,6 +257,10 @@ type record struct {
 	// several previous owners removed it while the patch held it; nothing
 	// but (5) is checked at release.
 	ambiguous bool
+	// previous is the field's value just before the patch first took it
+	// (hasPrevious: it had one), what deletionPolicy Restore puts back.
+	previous    interface{}
+	hasPrevious bool
 }
 
 // liveOwners are the recorded owners that did not let the field go.
@@ -359,6 +363,7 @@ func (m *model) observe(actor string, before, written, after *snapshot) {
 				for _, o := range cands {
 					rec.owners[o] = true
 				}
+				rec.previous, rec.hasPrevious = prev.value(p)
 				pm.records[k] = rec
 				continue
 			}
@@ -474,6 +479,15 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 	}
 	bv, _ := before.value(p)
 	av, ok := after.value(p)
+	if owners := rec.liveOwners(); len(owners) > 0 && pm.deletion == v1alpha1.DeletionPolicyRestore && !rec.contested && !m.workloadHolds(after, p) {
+		return append(out, checkRestored(pm, rec, owners, after, when)...)
+	}
+	if owners := rec.liveOwners(); len(owners) > 0 && pm.deletion == v1alpha1.DeletionPolicyRestore {
+		// Taken back from a manager that took it in between (contested),
+		// or held by a workload: the value is the one from before the
+		// patch (restored) or the one it left; whom it goes to is policy.
+		return out
+	}
 	if owners := rec.liveOwners(); len(owners) > 0 {
 		// A workload that holds the field now may have written it while
 		// the patch let go (its drift repair, on its own time).
@@ -500,6 +514,29 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
+	return out
+}
+
+// checkRestored checks invariant (9) for a field a Restore patch took
+// from owners and let go: it holds its previous value and belongs to
+// those owners again, or another manager (not fieldops) wrote it since
+// and holds it.
+func checkRestored(pm *patchModel, rec *record, owners []owner, after *snapshot, when string) []Violation {
+	p, k := rec.path, ownershipcore.FormatPath(rec.path)
+	for _, o := range after.ownersOf(p) {
+		if !isFieldops(o.Manager) && !rec.owners[o] {
+			return nil // written since by another manager: it keeps it
+		}
+	}
+	var out []Violation
+	if av, ok := after.value(p); !rec.hasPrevious || !ok || !reflect.DeepEqual(av, rec.previous) {
+		out = append(out, Violation{9, fmt.Sprintf("%s was taken from %s with value %s; %s it must be restored, but it is %s", k, ownerList(owners), show(rec.previous, rec.hasPrevious), when, show(av, ok))})
+	}
+	for _, o := range owners {
+		if !after.owns(o, p) {
+			out = append(out, Violation{9, fmt.Sprintf("%s was taken from %s and is not restored to it %s (now %s)", k, o, when, after.describe(p))})
+		}
+	}
 	return out
 }
 
