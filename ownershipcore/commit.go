@@ -187,10 +187,12 @@ func isTestFailed(err error) bool {
 // Compare describes how answer, the apiserver's answer to a write on
 // before, differs from predicted, the model's state for that write (as
 // Diff, in fields: "" when they agree), apart from what the model leaves
-// to the apiserver: fields answer holds that predicted lacks and that no
-// entry of answer owns are its defaulting or a mutating admission plugin's
-// (defaulted). Managed-fields times, resourceVersion, generation, uid and
-// creationTimestamp are not compared.
+// to the apiserver (defaulted): fields its defaulting or a mutating
+// admission plugin added that no entry owns, additions inside an atomic
+// list or map, values nobody owns that the write left alone. Numbers are
+// JSON numbers (integral), a built-in kind is compared in its Go type's
+// form (canonical). Managed-fields times, resourceVersion, generation, uid
+// and creationTimestamp are not compared.
 func (m Model) Compare(before, predicted, answer State) string {
 	predicted, answer = integral(predicted), integral(answer)
 	got := m.defaulted(before, predicted, answer)
