@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -71,6 +73,7 @@ const (
 // follower takes an expired Lease at its next try, at most
 // (1+leaderelection.JitterFactor)×RetryPeriod apart.
 func TestFailover(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
 	n := *failoverN
 	if n < 4 {
 		t.Fatal("-failover-n must be at least 4")
@@ -151,7 +154,7 @@ func TestFailover(t *testing.T) {
 	}
 	acquired := lease.Spec.AcquireTime.Time
 	takeover := acquired.Sub(killed)
-	firstWrite := w.firstWriteAfterKill().Sub(killed)
+	firstWrite := w.firstWriteAfter(acquired).Sub(killed)
 	t.Logf("lease %s, renew deadline %s, retry period %s: the follower acquired the Lease %.2f s after the kill; its first write %.2f s after; all %d converged %.2f s after",
 		*failoverLease, *failoverRenew, *failoverRetry, takeover.Seconds(), firstWrite.Seconds(), n, done.Sub(killed).Seconds())
 	slack := 5 * time.Second
@@ -485,15 +488,18 @@ type watcher struct {
 	n         int
 	halfReady chan struct{}
 
-	mu         sync.Mutex
-	ready      map[int]bool
-	deleting   map[int]bool
-	gone       map[int]bool
-	fps        map[int]*v1alpha1.FieldPatch
-	cmWrites   map[int]int
-	killed     time.Time
-	firstWrite time.Time // the managers' first write after the kill
-	events     int       // FieldPatch events and ConfigMap writes
+	mu       sync.Mutex
+	ready    map[int]bool
+	deleting map[int]bool
+	gone     map[int]bool
+	fps      map[int]*v1alpha1.FieldPatch
+	cmWrites map[int]int
+	killed   time.Time
+	// managerWrites are when the managers' writes to FieldPatches after
+	// the kill were seen (the first ones may be the killed leader's, in
+	// flight at the kill).
+	managerWrites []time.Time
+	events        int // FieldPatch events and ConfigMap writes
 
 	converged     chan struct{}
 	convergedOnce sync.Once
@@ -561,8 +567,8 @@ func (w *watcher) onFieldPatch(ev watch.Event, deletes chan<- int) {
 	own := ev.Type == watch.Added ||
 		(ev.Type == watch.Modified && prev != nil && prev.DeletionTimestamp == nil && fp.DeletionTimestamp != nil &&
 			reflect.DeepEqual(prev.Status, fp.Status) && reflect.DeepEqual(prev.Finalizers, fp.Finalizers))
-	if !own && !w.killed.IsZero() && w.firstWrite.IsZero() {
-		w.firstWrite = now
+	if !own && !w.killed.IsZero() {
+		w.managerWrites = append(w.managerWrites, now)
 	}
 	switch ev.Type {
 	case watch.Deleted:
@@ -611,10 +617,17 @@ func (w *watcher) deletions() int {
 	return len(w.deleting)
 }
 
-func (w *watcher) firstWriteAfterKill() time.Time {
+// firstWriteAfter is when the first manager write to a FieldPatch after
+// t was seen.
+func (w *watcher) firstWriteAfter(t time.Time) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.firstWrite
+	for _, at := range w.managerWrites {
+		if !at.Before(t) {
+			return at
+		}
+	}
+	return time.Time{}
 }
 
 func (w *watcher) configMapWrites(i int) int {
