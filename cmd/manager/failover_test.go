@@ -163,7 +163,6 @@ func TestFailover(t *testing.T) {
 	}
 
 	// Records and hand-backs, object by object.
-	var writes []int
 	for i := range n {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: cmName(i)}, cm); err != nil {
@@ -183,7 +182,6 @@ func TestFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkRecord(t, fp, cm)
-		writes = append(writes, w.configMapWrites(i))
 	}
 
 	// No write loop: each ConfigMap written once by its patch (twice with
@@ -347,7 +345,7 @@ func fieldsJSON(f *metav1.FieldsV1) string {
 		return ""
 	}
 	var v any
-	if err := json.Unmarshal(f.Raw, &v); err != nil {
+	if err := json.Unmarshal(f.GetRawBytes(), &v); err != nil {
 		return "invalid: " + err.Error()
 	}
 	b, _ := json.Marshal(v)
