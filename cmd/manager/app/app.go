@@ -19,6 +19,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -42,6 +43,8 @@ type Flags struct {
 	MetricsAddr, ProbeAddr, PluginConfig, MetricsCertDir, PprofAddr string
 	LeaderElect, MetricsSecure                                      bool
 	Setup                                                           controllers.Options
+	// LeaderElection times the leader election Lease (with --leader-elect).
+	LeaderElection LeaderElection
 	// AccountWebhook serves the account-impersonation check as a
 	// validating admission webhook (internal/accountwebhook) on
 	// WebhookPort, with the certificate in WebhookCertDir.
@@ -53,6 +56,49 @@ type Flags struct {
 	sharedWatchAt int
 	managerRights string
 }
+
+// LeaderElection is the timing of the leader election Lease, as
+// client-go's leaderelection.LeaderElectionConfig has it. Its zero value
+// is invalid; NewFlagSet sets controller-runtime's defaults (15 s, 10 s,
+// 2 s).
+type LeaderElection struct {
+	// Namespace holds the Lease; empty is the namespace the manager's pod
+	// runs in (controller-runtime reads it from the ServiceAccount mount,
+	// so outside a cluster it must be set).
+	Namespace string
+	// LeaseDuration is how long the followers wait after they last saw
+	// the leader renew the Lease before they take it: a leader killed
+	// without releasing it is replaced after about this long.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps retrying to renew before
+	// it gives up leading (and the manager exits).
+	RenewDeadline time.Duration
+	// RetryPeriod is how often every candidate tries to acquire or renew
+	// the Lease; client-go jitters each wait up to 2.2 times it
+	// (leaderelection.JitterFactor 1.2).
+	RetryPeriod time.Duration
+}
+
+// Check reports timings client-go's leaderelection.NewLeaderElector
+// refuses: every duration positive, LeaseDuration above RenewDeadline,
+// and RenewDeadline above RetryPeriod times the jitter factor 1.2.
+func (l LeaderElection) Check() error {
+	switch {
+	case l.LeaseDuration <= 0 || l.RenewDeadline <= 0 || l.RetryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-lease-duration (%s), --leader-elect-renew-deadline (%s) and --leader-elect-retry-period (%s) must be positive", l.LeaseDuration, l.RenewDeadline, l.RetryPeriod)
+	case l.RenewDeadline >= l.LeaseDuration:
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s): a leader must give up before its followers may take over", l.RenewDeadline, l.LeaseDuration)
+	case float64(l.RenewDeadline) <= leaderElectionJitter*float64(l.RetryPeriod):
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than 1.2 times --leader-elect-retry-period (%s), the longest jittered wait between two renewals", l.RenewDeadline, l.RetryPeriod)
+	}
+	return nil
+}
+
+// leaderElectionJitter is client-go's leaderelection.JitterFactor: a
+// candidate waits between RetryPeriod and (1+JitterFactor)×RetryPeriod
+// between two tries, and NewLeaderElector wants RenewDeadline above
+// JitterFactor×RetryPeriod.
+const leaderElectionJitter = 1.2
 
 // DefaultServiceAccount is the default of --default-service-account: the
 // ServiceAccount, in their own namespace, that namespaced fieldops objects
@@ -77,6 +123,10 @@ func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
 	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "With --metrics-secure: directory holding tls.crt and tls.key; empty serves a self-signed certificate.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
+	fs.StringVar(&f.LeaderElection.Namespace, "leader-elect-namespace", "", "With --leader-elect: the namespace of the Lease fieldops.dev; empty is the namespace the manager's pod runs in (outside a cluster it must be set).")
+	fs.DurationVar(&f.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "With --leader-elect: how long followers wait after the leader's last renewal before taking the Lease. A leader killed without releasing it (kill -9, a lost node) is replaced this long after its last renewal, plus up to 2.2 retry periods.")
+	fs.DurationVar(&f.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "With --leader-elect: how long the leader retries renewing the Lease before it stops leading (the manager exits); shorter than --leader-elect-lease-duration.")
+	fs.DurationVar(&f.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "With --leader-elect: how often candidates try to acquire or renew the Lease (each wait jittered up to 2.2 times it); --leader-elect-renew-deadline must exceed 1.2 times it.")
 	fs.StringVar(&f.PluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
 	fs.StringVar(&f.Setup.DefaultServiceAccount, "default-service-account", envOr("FIELDOPS_DEFAULT_SERVICE_ACCOUNT", DefaultServiceAccount), "(env FIELDOPS_DEFAULT_SERVICE_ACCOUNT, for OLM Subscriptions) ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated). It may be empty only with --manager-rights-namespaces='*'.")
 	fs.StringVar(&f.managerRights, "manager-rights-namespaces", os.Getenv("FIELDOPS_MANAGER_RIGHTS_NAMESPACES"), "(env FIELDOPS_MANAGER_RIGHTS_NAMESPACES) Comma-separated namespaces whose FieldPatches and ManagedWorkloads without spec.serviceAccountName act with the manager's own cluster-wide rights instead of --default-service-account; '*' is every namespace (the behaviour of 0.1.0). Whoever may create such an object there then has the manager's rights: list only namespaces where only cluster administrators create them.")
@@ -123,6 +173,9 @@ func Parse(fs *pflag.FlagSet, args []string) (help bool, err error) {
 func (f *Flags) Check() error {
 	if f.PluginConfig != "" && !feature.Gates.Enabled(feature.ExternalPlugins) {
 		return errors.New("--plugin-config needs --feature-gates=ExternalPlugins=true")
+	}
+	if err := f.LeaderElection.Check(); err != nil {
+		return err
 	}
 	namespaces, err := ParseNamespaces(f.managerRights)
 	if err != nil {
@@ -185,7 +238,7 @@ func (f *Flags) Run(ctx context.Context, config func() (*rest.Config, error)) er
 	setup := f.Setup
 	setup.Plugins = plugins
 	setup.SharedWatchAt = sharedWatchAt(f.sharedWatchAt)
-	m := managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect}
+	m := managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect, leaderElection: f.LeaderElection}
 	if f.AccountWebhook {
 		m.accountWebhook = &webhook.Options{Port: f.WebhookPort, CertDir: f.WebhookCertDir}
 	}
@@ -211,6 +264,7 @@ type managerOptions struct {
 	metrics              metricsserver.Options
 	probeAddr, pprofAddr string
 	leaderElect          bool
+	leaderElection       LeaderElection
 	// accountWebhook, when set, serves the account-impersonation webhook
 	// with these server options.
 	accountWebhook *webhook.Options
@@ -225,6 +279,15 @@ func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts co
 		PprofBindAddress:       m.pprofAddr,
 		LeaderElection:         m.leaderElect,
 		LeaderElectionID:       "fieldops.dev",
+		// A leader that stops (SIGTERM: a rolling upgrade, a drain)
+		// releases the Lease, so a follower takes over at its next retry
+		// instead of after a lease duration. Safe because the manager's
+		// process ends as soon as mgr.Start returns.
+		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionNamespace:       m.leaderElection.Namespace,
+		LeaseDuration:                 &m.leaderElection.LeaseDuration,
+		RenewDeadline:                 &m.leaderElection.RenewDeadline,
+		RetryPeriod:                   &m.leaderElection.RetryPeriod,
 	}
 	if m.accountWebhook != nil {
 		mopts.WebhookServer = webhook.NewServer(*m.accountWebhook)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fieldops/fieldops/controllers"
 )
@@ -102,6 +103,41 @@ func TestAccountWebhookFlags(t *testing.T) {
 		}
 		if f.AccountWebhook != tc.on || f.WebhookPort != tc.port || f.WebhookCertDir != tc.certDir {
 			t.Errorf("%v: account webhook %v on port %d with certificates in %q; want %v, %d, %q", tc.args, f.AccountWebhook, f.WebhookPort, f.WebhookCertDir, tc.on, tc.port, tc.certDir)
+		}
+	}
+}
+
+// The leader election Lease's timing defaults to controller-runtime's
+// (15 s, 10 s, 2 s); timings client-go's leader elector would refuse are
+// refused before anything starts.
+func TestLeaderElectionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want LeaderElection
+		err  string
+	}{
+		{args: nil, want: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}},
+		{args: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s", "--leader-elect-namespace=fieldops-system"},
+			want: LeaderElection{Namespace: "fieldops-system", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}},
+		{args: []string{"--leader-elect-renew-deadline=15s"}, err: "must be shorter than --leader-elect-lease-duration"},
+		{args: []string{"--leader-elect-retry-period=9s"}, err: "must be longer than 1.2 times --leader-elect-retry-period"},
+		{args: []string{"--leader-elect-renew-deadline=2400ms"}, err: "must be longer than 1.2 times"}, // 1.2 × 2 s exactly
+		{args: []string{"--leader-elect-retry-period=0s"}, err: "must be positive"},
+	} {
+		var f Flags
+		if err := f.NewFlagSet("manager", false).Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := f.Check()
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case f.LeaderElection != tc.want:
+			t.Errorf("%v: %+v, want %+v", tc.args, f.LeaderElection, tc.want)
 		}
 	}
 }
