@@ -7,10 +7,12 @@ Licensed under the Apache License, Version 2.0.
 package repo
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,4 +120,25 @@ func complexity(fn *ast.FuncDecl) int {
 		return true
 	})
 	return c
+}
+
+// writePath are the files of the ownership core that send requests: the
+// apply, the let-go, the one guarded write and its JSON patch. The model
+// (pure operations, checks, comparisons, plans) is elsewhere.
+var writePath = []string{"applier.go", "letgo.go", "commit.go", "jsonpatch.go"}
+
+// The ownership core's write path is at most 1,000 lines, licence headers
+// included: what sends requests stays small enough to read whole.
+func TestWritePathFitsAThousandLines(t *testing.T) {
+	total := 0
+	for _, f := range writePath {
+		b, err := os.ReadFile(filepath.Join(root(t), "ownershipcore", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += bytes.Count(b, []byte("\n"))
+	}
+	if total > 1000 {
+		t.Errorf("ownershipcore's write path (%v) is %d lines, more than 1,000: move what is pure into the model's files", writePath, total)
+	}
 }
