@@ -1,0 +1,128 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/localcp"
+	"github.com/fieldops/fieldops/test/testkit"
+)
+
+// An expiring Restore patch outlives its manager: the leader that applied
+// it is killed (SIGKILL) before the patch's time, the time passes while
+// no manager leads, and the manager that takes the Lease over ends the
+// patch as soon as it leads (the time is stored in the patch, not held in
+// the dead leader's memory): the patch is gone, the ConfigMap holds its
+// previous value and managed fields, and the Expired event comes within
+// 5 s of the takeover.
+func TestExpiryAcrossLeaderChange(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, err := localcp.Start(localcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	dir := t.TempDir()
+	writeKubeconfig(t, cp, dir)
+	cfg := rest.CopyConfig(cp.Config)
+	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{leaseNS, failoverNS} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Apply(ctx, corev1ac.ConfigMap("pinned", failoverNS).WithData(map[string]string{"key": "helm", "other": "helm"}), client.FieldOwner(helmManager)); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "pinned"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	before := entries(cm.ManagedFields)
+
+	a := startManager(t, ctx, dir, "a")
+	a.waitLog(t, ctx, leaderStarted)
+	b := startManager(t, ctx, dir, "b")
+	b.waitLog(t, ctx, candidateUp)
+	fp := &v1alpha1.FieldPatch{
+		ObjectMeta: metav1.ObjectMeta{Name: "expiring", Namespace: failoverNS},
+		Spec: v1alpha1.FieldPatchSpec{
+			Target:         v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: "pinned"},
+			DeletionPolicy: v1alpha1.DeletionPolicyRestore,
+			// Past before the follower can lead (a lease duration after
+			// the kill), not before the leader applied it.
+			ExpiresAfter: &metav1.Duration{Duration: *failoverLease},
+		},
+	}
+	fp.Spec.Patch.Raw = []byte(`{"data":{"key":"pinned"}}`)
+	if err := c.Create(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Within(t, time.Minute, "the leader applied the patch", func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+		return err == nil && cm.Data["key"] == "pinned", fmt.Sprint(cm.Data, err)
+	})
+	killed := a.kill(t)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(fp), fp); err == nil && fp.Status.ExpiresAt != nil && !fp.Status.ExpiresAt.After(killed) {
+		t.Skipf("the patch expired (%s) before the leader was killed (%s): the machine is too slow for this test's timing", fp.Status.ExpiresAt, killed)
+	}
+
+	testkit.Within(t, time.Minute, "the new leader ended the expired patch", func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(fp), &v1alpha1.FieldPatch{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cm.Data, map[string]string{"key": "helm", "other": "helm"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("data after the expiry %v, want %v (restored)", got, want)
+	}
+	if got := entries(cm.ManagedFields); !reflect.DeepEqual(got, before) {
+		t.Errorf("managed fields after the expiry %v, want %v as before the patch", got, before)
+	}
+	var lease coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: leaseName}, &lease); err != nil {
+		t.Fatal(err)
+	}
+	var list eventsv1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(failoverNS)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == "expiring" && e.Reason == "Expired" {
+			if late := e.EventTime.Sub(lease.Spec.AcquireTime.Time); late > 5*time.Second {
+				t.Errorf("the Expired event came %s after the new leader took the Lease, want within 5 s", late)
+			}
+			return
+		}
+	}
+	t.Error("no Expired event")
+}
