@@ -153,11 +153,14 @@ func checkHandBack(before, after State, op Op, fail func(string, ...interface{})
 	if !equality.Semantic.DeepEqual(comparableContent(before.Object), comparableContent(after.Object)) {
 		return fail("values changed")
 	}
-	afterEntries := entryMap(after.Owners)
 	gone := before.ours(op.Manager).Intersection(op.Previous.Union())
 	for _, p := range op.Previous {
-		if held := afterEntries[p.ManagerKey]; held != nil {
-			gone = gone.Difference(held)
+		// The previous owner's entry as the apiserver keys it: an Apply
+		// entry whatever its version (an apply in another version since).
+		for _, e := range after.Owners {
+			if sameEntry(e.ManagerKey, p.ManagerKey) {
+				gone = gone.Difference(e.Fields)
+			}
 		}
 	}
 	if left := after.ours(op.Manager).Intersection(gone); !left.Empty() {

@@ -14,7 +14,10 @@ import (
 // corpus is every seed a commit message or the CHANGELOG names as a
 // failure found by this test, and the four that were open when the
 // ownership core was rebuilt around its model (9501226, 9800320, 9801138,
-// 9801144). The generator has grown since most were found (FieldPatches in
+// 9801144), and those found since at 12 steps (7800039, 7800040, 32001:
+// the check of a hand-back looked for the previous owner's Apply entry in
+// the version it had when recorded, not in the one it was applied in
+// since). The generator has grown since most were found (FieldPatches in
 // a second version, ManagedWorkloads, more kinds of steps), so a seed now
 // makes another sequence than the one it named; each runs with the most
 // steps of the fuzz runs of its time (16 before the runs of seeds from
@@ -32,6 +35,7 @@ var corpus = []struct {
 	{7201807, 18, false}, {7202145, 18, false}, {8100327, 18, false}, {8100545, 18, false},
 	{9100650, 18, false}, {9501226, 18, false}, {9800320, 20, false}, {9801138, 20, false},
 	{9801144, 20, false},
+	{7800039, 12, false}, {7800040, 12, false}, {32001, 12, false},
 	{1000008, 16, true}, {1000055, 16, true}, {2000088, 16, true}, {3000127, 16, true},
 	{5000069, 16, true}, {6000139, 16, true}, {6100231, 16, true},
 }
