@@ -307,33 +307,6 @@ func (l *Ledger) Taken() *fieldpath.Set {
 	return out
 }
 
-// Departed returns the recorded fields whose every previous owner that
-// fieldops displaced itself (owners through another object, Via, are
-// not looked at: HandBackTo follows them) is the field manager of a
-// fieldops object (ParseManager) other than manager that holds no entry on
-// the object any more. Such a manager has relinquished the object (its
-// fieldops object was deleted), or lost all its fields to other managers
-// (forced from it, or yielded). Handing a field back would make, in the
-// first case, an entry nobody will ever relinquish; so the field stays in
-// place without that owner (Release), with whoever shares it now. A
-// fieldops object that still exists applies its intent again and takes
-// back what it may.
-func (l *Ledger) Departed(owners ManagedFields, manager string) *fieldpath.Set {
-	departed, alive := fieldpath.NewSet(), fieldpath.NewSet()
-	for _, e := range l.Entries {
-		if e.Via != "" {
-			continue
-		}
-		if isDeparted(owners, e.Manager, manager) {
-			departed = departed.Union(e.Fields)
-		} else {
-			alive = alive.Union(e.Fields)
-		}
-	}
-	// A field another previous owner owned too goes back to that one.
-	return departed.Difference(alive)
-}
-
 // isDeparted reports whether name is the field manager of a fieldops
 // object other than manager that holds no entry in owners.
 func isDeparted(owners ManagedFields, name, manager string) bool {

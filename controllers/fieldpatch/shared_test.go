@@ -59,8 +59,9 @@ spec:
 // Patch a takes .data.k from helm, patch b takes it from a (recording a as
 // its previous owner); a is deleted, then b. The field never goes to a's
 // field manager, whose object is gone (an entry nobody would relinquish):
-// it stays, with b's value, without an owner (Ledger.Departed), for helm's
-// next apply to take back without a conflict.
+// it goes down the chain a recorded (Ledger.HandBackTo), or, without it,
+// stays with b's value and no owner, for helm's next apply to take back
+// without a conflict.
 func TestDeletedPatchIsNoPreviousOwner(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t, "fp-departed")
