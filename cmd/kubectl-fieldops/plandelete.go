@@ -171,7 +171,7 @@ func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 // previousValues reads a Restore patch's previous values with the user's
 // rights; note says what the plan cannot know.
 func (p *planner) previousValues(ctx context.Context, obj v1alpha1.Patcher, cluster bool, uid string) (*unstructured.Unstructured, string) {
-	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: "fieldops-previous-" + string(obj.GetUID())}
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: patchintent.PreviousValuesName(obj.GetUID())}
 	if cluster {
 		key.Namespace = p.ownNamespace
 	}
@@ -182,12 +182,12 @@ func (p *planner) previousValues(ctx context.Context, obj v1alpha1.Patcher, clus
 	case err != nil:
 		return nil, fmt.Sprintf("the previous values in Secret %s cannot be read (%s): fields are shown handed back without them", key, redact.Message(err))
 	}
-	if string(secret.Data["targetUID"]) != uid {
+	u, err := patchintent.DecodePreviousValues(secret, uid)
+	switch {
+	case err != nil:
+		return nil, redact.Message(err)
+	case u == nil:
 		return nil, "the previous values kept are of another object of that name: fields go back as under HandBack"
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(secret.Data["values.json"]); err != nil {
-		return nil, fmt.Sprintf("the previous values in Secret %s do not decode", key)
 	}
 	return u, ""
 }

@@ -30,20 +30,14 @@ import (
 // what a Secret target held. A FieldPatch's Secret is in its own
 // namespace and read and written with its account's rights; a
 // ClusterFieldPatch's is in the manager's namespace.
-const (
-	// PreviousValuesKey is the Secret's key of the previous values: a
-	// partial object of the target's kind (ownershipcore.PreviousValues).
-	PreviousValuesKey = "values.json"
-	// PreviousTargetKey is the Secret's key of the UID of the target the
-	// values are of.
-	PreviousTargetKey = "targetUID"
-	// LabelPreviousValuesOf labels the Secret with the UID of its patch.
-	LabelPreviousValuesOf = "fieldops.dev/previous-values-of"
-)
+//
+// LabelPreviousValuesOf labels the Secret of previous values with the
+// UID of its patch.
+const LabelPreviousValuesOf = "fieldops.dev/previous-values-of"
 
 // previousValuesKey is where obj's previous values are kept.
 func (r *Reconciler) previousValuesKey(obj v1alpha1.Patcher) (client.ObjectKey, error) {
-	name := "fieldops-previous-" + string(obj.GetUID())
+	name := patchintent.PreviousValuesName(obj.GetUID())
 	if !r.Cluster {
 		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, nil
 	}
@@ -95,7 +89,7 @@ func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unst
 	if err != nil {
 		return err
 	}
-	secret := r.previousValuesSecret(p.obj, key, map[string][]byte{PreviousValuesKey: raw, PreviousTargetKey: []byte(uid)})
+	secret := r.previousValuesSecret(p.obj, key, map[string][]byte{patchintent.PreviousValuesKey: raw, patchintent.PreviousTargetKey: []byte(uid)})
 	if err := r.secretsClient(p.applier).Apply(ctx, secret, client.FieldOwner(previousValuesManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("keep the previous values in Secret %s: %w", key, err)
 	}
@@ -120,21 +114,6 @@ func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.Objec
 			WithName(obj.GetName()).WithUID(obj.GetUID()).WithController(true).WithBlockOwnerDeletion(true)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(data)
-}
-
-// decodePrevious reads the previous values of secret for the target with
-// uid: nil when it holds none, or holds those of another target (deleted
-// and recreated under the same name).
-func decodePrevious(secret *corev1.Secret, uid string) (*unstructured.Unstructured, error) {
-	raw := secret.Data[PreviousValuesKey]
-	if len(raw) == 0 || string(secret.Data[PreviousTargetKey]) != uid {
-		return nil, nil
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("the previous values in Secret %s/%s (%s) do not decode", secret.Namespace, secret.Name, PreviousValuesKey)
-	}
-	return u, nil
 }
 
 // readPreviousValues reads obj's previous values for the target with uid;
@@ -168,5 +147,5 @@ func (r *Reconciler) readPrevious(ctx context.Context, applier *ownershipcore.Ap
 		}
 		return nil, fmt.Errorf("read the previous values: %w", err)
 	}
-	return decodePrevious(secret, uid)
+	return patchintent.DecodePreviousValues(secret, uid)
 }
