@@ -79,25 +79,13 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 		return err
 	}
 	record := func(l *ownershipcore.Ledger) bool {
-		fresh := fields.Difference(l.Recorded)
-		changed := l.Record(owners, fields, p.manager)
-		for _, c := range chains {
-			changed = l.Inherit(c.manager, c.ledger, fresh, p.manager) || changed
-		}
-		return l.Unshare(fields) || changed
+		return patchintent.RecordForced(l, owners, fields, p.manager, chains...)
 	}
 	// The reconcile's own ledger (with what it did since it read the
 	// status) takes the same record.
 	record(p.d.Ledger)
 	_, err = r.saveRecord(ctx, p, owners, present, record)
 	return err
-}
-
-// patchRecord is the record of previous owners of one FieldPatch or
-// ClusterFieldPatch, by its field manager.
-type patchRecord struct {
-	manager string
-	ledger  *ownershipcore.Ledger
 }
 
 // patchRecords reads the records of the FieldPatches and
@@ -116,8 +104,8 @@ type patchRecord struct {
 // Either way, such fields stay without an owner if that patch leaves
 // first (Ledger.HandBackTo). Other read errors are returned (a retry may
 // fix them).
-func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchRecord, error) {
-	var out []patchRecord
+func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchintent.Inherited, error) {
+	var out []patchintent.Inherited
 	seen := map[string]bool{}
 	for _, e := range owners.OwnersOf(fields, p.manager) {
 		rival, ok := ownershipcore.ParseManager(e.Manager)
@@ -152,7 +140,7 @@ func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownership
 		if err != nil {
 			continue
 		}
-		out = append(out, patchRecord{manager: e.Manager, ledger: l})
+		out = append(out, patchintent.Inherited{Manager: e.Manager, Ledger: l})
 	}
 	return out, nil
 }

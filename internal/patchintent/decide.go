@@ -146,16 +146,30 @@ func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped *fieldset.Set) 
 // patch's to give back.
 func (d *Decision) GaveBack(dropped *fieldset.Set) { d.Ledger.Forget(dropped) }
 
+// Inherited is the record of previous owners of another FieldPatch or
+// ClusterFieldPatch, by its field manager, that a patch taking fields
+// from it inherits (ownershipcore.Ledger.Inherit).
+type Inherited struct {
+	Manager string
+	Ledger  *ownershipcore.Ledger
+}
+
 // RecordForced records, before an apply forces fields from other
 // managers, who owned them (owners: the target as the apply saw it, or
 // read fresh when the apiserver named an owner that copy did not show),
-// on l (this Decision's Ledger, or a record read fresh). The forced fields
-// are no longer shared by anyone (Ledger.Unshare): their owners lose them
-// to the patch, which a later Follow must not read as the owners letting
-// them go. It reports whether l changed.
-func RecordForced(l *ownershipcore.Ledger, owners ownershipcore.ManagedFields, forced *fieldset.Set, manager string) bool {
-	recorded := l.Record(owners, forced, manager)
-	return l.Unshare(forced) || recorded
+// on l (this Decision's Ledger, or a record read fresh), with the owners
+// the records of inherited took those fields from, for the fields l did
+// not record yet. The forced fields are no longer shared by anyone
+// (Ledger.Unshare): their owners lose them to the patch, which a later
+// Follow must not read as the owners letting them go. It reports whether
+// l changed.
+func RecordForced(l *ownershipcore.Ledger, owners ownershipcore.ManagedFields, forced *fieldset.Set, manager string, inherited ...Inherited) bool {
+	fresh := forced.Difference(l.Recorded)
+	changed := l.Record(owners, forced, manager)
+	for _, c := range inherited {
+		changed = l.Inherit(c.Manager, c.Ledger, fresh, manager) || changed
+	}
+	return l.Unshare(forced) || changed
 }
 
 // ForcedFields is the field set of conflicts.
