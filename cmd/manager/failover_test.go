@@ -81,24 +81,7 @@ func TestFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(n)*time.Second)
 	defer cancel()
 
-	cp, err := localcp.Start(localcp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cp.Stop() }()
-	dir := t.TempDir()
-	writeKubeconfig(t, cp, dir)
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: controllers.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{leaseNS, failoverNS} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, dir := failoverCluster(t, ctx)
 
 	// N ConfigMaps applied by "helm"; their managed fields before any patch.
 	before := make([][]metav1.ManagedFieldsEntry, n)
@@ -259,6 +242,33 @@ func TestFailover(t *testing.T) {
 }
 
 // writeKubeconfig writes a kubeconfig of a system:masters user of cp.
+// failoverCluster starts a local control plane for the test (stopped when
+// it ends), writes the kubeconfig its managers read into dir, creates the
+// Lease's and the objects' namespaces, and returns a client without rate
+// limits and dir.
+func failoverCluster(t *testing.T, ctx context.Context) (client.WithWatch, string) {
+	t.Helper()
+	cp, err := localcp.Start(localcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	dir := t.TempDir()
+	writeKubeconfig(t, cp, dir)
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{leaseNS, failoverNS} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, dir
+}
+
 func writeKubeconfig(t *testing.T, cp *localcp.ControlPlane, dir string) string {
 	t.Helper()
 	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "failover", Groups: []string{"system:masters"}}, nil)
