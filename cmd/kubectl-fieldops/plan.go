@@ -686,6 +686,7 @@ func patchFields(in fieldRows) []FieldPlan {
 		}
 		return out
 	}
+	deletion := patchintent.DeletionLetGo(in.policy, in.ledger, in.after, in.oursAfter, in.manager)
 	var rows []FieldPlan
 	for _, p := range paths {
 		row := FieldPlan{Path: p, Owners: ownersOf(in.before, p)}
@@ -711,7 +712,7 @@ func patchFields(in fieldRows) []FieldPlan {
 			row.Plan = "add"
 		}
 		if has(in.oursAfter, p) {
-			row.OnDelete = onDelete(in, p, has)
+			row.OnDelete = onDelete(in, deletion, p, has)
 			// A field another manager co-owns stays with it, whatever the
 			// patch lets go (SSA shared ownership).
 			if others := ownersOf(in.after, p); len(others) > 0 && !strings.HasPrefix(row.OnDelete, "hand back") {
@@ -724,10 +725,9 @@ func patchFields(in fieldRows) []FieldPlan {
 }
 
 // onDelete says what deletionPolicy does with a field the patch would
-// own: the controller's own deletion (patchintent.DeletionLetGo, on the
-// managed fields after the apply).
-func onDelete(in fieldRows, p string, has func(*fieldset.Set, string) bool) string {
-	g := patchintent.DeletionLetGo(in.policy, in.ledger, in.after, in.oursAfter, in.manager)
+// own, given the controller's own deletion (g: patchintent.DeletionLetGo
+// on the managed fields after the apply).
+func onDelete(in fieldRows, g ownershipcore.LetGo, p string, has func(*fieldset.Set, string) bool) string {
 	for _, e := range g.Previous {
 		if has(e.Fields, p) {
 			if in.policy == v1alpha1.DeletionPolicyRestore {
