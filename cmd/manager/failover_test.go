@@ -536,11 +536,19 @@ func newWatcher(t *testing.T, ctx context.Context, c client.WithWatch, n int) *w
 	go func() {
 		defer close(deletes)
 		for ev := range fpw.ResultChan() {
+			if ctx.Err() != nil {
+				// The test returned: its context's cancel closes the
+				// stream, which may end in an error event.
+				return
+			}
 			w.onFieldPatch(ev, deletes)
 		}
 	}()
 	go func() {
 		for ev := range cmw.ResultChan() {
+			if ctx.Err() != nil {
+				return
+			}
 			w.onConfigMap(ev)
 		}
 	}()
