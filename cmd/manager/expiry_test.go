@@ -93,23 +93,137 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: leaseName}, &lease); err != nil {
 		t.Fatal(err)
 	}
-	// The event is written by the manager's event broadcaster, after the
-	// patch may be gone: wait for it.
+	expired := waitExpired(t, ctx, c, "expiring")
+	if late := expired.EventTime.Sub(lease.Spec.AcquireTime.Time); late > 5*time.Second {
+		t.Errorf("the Expired event came %s after the new leader took the Lease, want within 5 s", late)
+	}
+}
+
+// Expiry outlives a restart of the only manager (SIGTERM, then a new
+// process): a patch whose expiry passed while no manager ran ends as soon
+// as the new one leads, and a patch whose expiry is still ahead ends on
+// time, from the time stored in the patch (the stopped manager's timer
+// is gone). Each ConfigMap then holds its previous value and managed
+// fields, and each Expired event comes within 5 s of the later of the
+// patch's time and the new manager's start.
+func TestExpiryAcrossRestart(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, dir := failoverCluster(t, ctx)
+	names := []string{"passed", "ahead"}
+	before := map[string][]entry{}
+	for _, n := range names {
+		if err := c.Apply(ctx, corev1ac.ConfigMap(n, failoverNS).WithData(map[string]string{"key": "helm", "other": "helm"}), client.FieldOwner(helmManager)); err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: n}, cm); err != nil {
+			t.Fatal(err)
+		}
+		before[n] = entries(cm.ManagedFields)
+	}
+
+	first := startManager(t, ctx, dir, "first")
+	first.waitLog(t, ctx, leaderStarted)
+	for _, n := range names {
+		fp := &v1alpha1.FieldPatch{
+			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: failoverNS},
+			Spec: v1alpha1.FieldPatchSpec{
+				Target:         v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: n},
+				DeletionPolicy: v1alpha1.DeletionPolicyRestore,
+			},
+		}
+		if n == "ahead" {
+			// Ahead of the restart below on any machine this test runs on,
+			// and short enough for a test.
+			fp.Spec.ExpiresAfter = &metav1.Duration{Duration: 20 * time.Second}
+		}
+		fp.Spec.Patch.Raw = []byte(`{"data":{"key":"pinned"}}`)
+		if err := c.Create(ctx, fp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		testkit.Within(t, time.Minute, n+": the patch applied", func() (bool, string) {
+			cm := &corev1.ConfigMap{}
+			err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: n}, cm)
+			return err == nil && cm.Data["key"] == "pinned", fmt.Sprint(cm.Data, err)
+		})
+	}
+	first.terminate(t)
+	stopped := time.Now()
+
+	// While no manager runs, "passed" gets an expiry time already past.
+	passed := &v1alpha1.FieldPatch{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "passed"}, passed); err != nil {
+		t.Fatal(err)
+	}
+	passed.Spec.ExpiresAt = &metav1.Time{Time: stopped.Add(-time.Second)}
+	if err := c.Update(ctx, passed); err != nil {
+		t.Fatal(err)
+	}
+	ahead := &v1alpha1.FieldPatch{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "ahead"}, ahead); err != nil {
+		t.Fatal(err)
+	}
+	if ahead.Status.ExpiresAt == nil {
+		t.Fatal("the first manager did not record status.expiresAt of the patch ahead")
+	}
+	due := ahead.Status.ExpiresAt.Time
+
+	second := startManager(t, ctx, dir, "second")
+	second.waitLog(t, ctx, leaderStarted)
+	var lease coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: leaseName}, &lease); err != nil {
+		t.Fatal(err)
+	}
+	leads := lease.Spec.AcquireTime.Time
+	for _, n := range names {
+		testkit.Within(t, time.Minute, n+": the new manager ended the patch", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: n}, &v1alpha1.FieldPatch{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: n}, cm); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cm.Data, map[string]string{"key": "helm", "other": "helm"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: data after the expiry %v, want %v (restored)", n, got, want)
+		}
+		if got := entries(cm.ManagedFields); !reflect.DeepEqual(got, before[n]) {
+			t.Errorf("%s: managed fields after the expiry %v, want %v as before the patch", n, got, before[n])
+		}
+	}
+	for n, at := range map[string]time.Time{"passed": leads, "ahead": due} {
+		if at.Before(leads) {
+			at = leads
+		}
+		expired := waitExpired(t, ctx, c, n)
+		if late := expired.EventTime.Sub(at); late > 5*time.Second {
+			t.Errorf("%s: the Expired event came %s after %s, want within 5 s", n, late, at)
+		}
+	}
+}
+
+// waitExpired waits for the Expired event of the FieldPatch name in the
+// failover namespace and returns it. The manager's event broadcaster
+// writes it, possibly after the patch is gone.
+func waitExpired(t *testing.T, ctx context.Context, c client.Client, name string) eventsv1.Event {
+	t.Helper()
 	var expired eventsv1.Event
-	testkit.Within(t, time.Minute, "the Expired event", func() (bool, string) {
+	testkit.Within(t, time.Minute, name+": the Expired event", func() (bool, string) {
 		var list eventsv1.EventList
 		if err := c.List(ctx, &list, client.InNamespace(failoverNS)); err != nil {
 			return false, err.Error()
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Name == "expiring" && e.Reason == "Expired" {
+			if e.Regarding.Name == name && e.Reason == "Expired" {
 				expired = e
 				return true, ""
 			}
 		}
 		return false, fmt.Sprintf("%d events, none Expired", len(list.Items))
 	})
-	if late := expired.EventTime.Sub(lease.Spec.AcquireTime.Time); late > 5*time.Second {
-		t.Errorf("the Expired event came %s after the new leader took the Lease, want within 5 s", late)
-	}
+	return expired
 }

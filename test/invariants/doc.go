@@ -89,8 +89,10 @@ Licensed under the Apache License, Version 2.0.
 //     before the patch first took it and belongs to those managers again,
 //     or another manager (not fieldops) wrote it since and holds it.
 //     TestOwnershipInvariants draws Restore for half of the HandBack
-//     patches (GenerateWith, Options.Restore); the regression corpus
-//     replays Generate's sequences as they were found.
+//     patches (GenerateWith, Options.Restore) and ends half of the
+//     patches by expiry (Options.Expire: spec.expiresAt set to a time
+//     past, the patch deletes itself); the regression corpus replays
+//     Generate's sequences as they were found.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another

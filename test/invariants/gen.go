@@ -39,6 +39,9 @@ type Options struct {
 	// from a stream of their own: a seed's steps stay those of Generate
 	// (the regression corpus replays Generate's).
 	Restore bool
+	// Expire ends half of the FieldPatches by expiry instead of a delete
+	// request, drawn from a stream of their own as Restore is.
+	Expire bool
 }
 
 // GenerateWith is Generate with opts.
@@ -50,6 +53,9 @@ func GenerateWith(seed int64, maxSteps int, opts Options) Sequence {
 		vr: rand.New(rand.NewSource(seed ^ 0x7e75))}
 	if opts.Restore {
 		g.pr = rand.New(rand.NewSource(seed ^ 0x4e57))
+	}
+	if opts.Expire {
+		g.er = rand.New(rand.NewSource(seed ^ 0x3e1f))
 	}
 	n := MinSteps
 	if maxSteps > MinSteps {
@@ -68,8 +74,9 @@ func GenerateWith(seed int64, maxSteps int, opts Options) Sequence {
 // at fields others hold.
 type gen struct {
 	r, vr *rand.Rand
-	// pr draws Restore (Options.Restore); nil: never.
-	pr   *rand.Rand
+	// pr draws Restore (Options.Restore), er expiry (Options.Expire);
+	// nil: never.
+	pr, er *rand.Rand
 	kind *Kind
 	// applied is each manager's last applied intent.
 	applied map[string][]Field
@@ -260,6 +267,7 @@ func (g *gen) editPatch() Step {
 
 func (g *gen) deletePatch() Step {
 	s := Step{Op: OpPatchDelete, Who: g.patch.Who, Deletion: g.patch.Deletion}
+	s.Expire = g.er != nil && g.er.Intn(2) == 0
 	g.patch = nil
 	return s
 }

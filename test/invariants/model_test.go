@@ -165,3 +165,36 @@ func TestModelFindsLoss(t *testing.T) {
 		t.Errorf("want (1), got %v", vs)
 	}
 }
+
+// GenerateWith's options change only deletion policies and how patches
+// end, from streams of their own: a seed's steps otherwise stay
+// Generate's, so that the corpus replays what it found. Expire ends about
+// half of the patches.
+func TestGenerateOptionsKeepSteps(t *testing.T) {
+	expired, deleted := 0, 0
+	for seed := int64(1); seed <= 200; seed++ {
+		plain := Generate(seed, 12)
+		with := GenerateWith(seed, 12, Options{Restore: true, Expire: true})
+		if len(plain.Steps) != len(with.Steps) {
+			t.Fatalf("seed %d: %d steps, %d with options", seed, len(plain.Steps), len(with.Steps))
+		}
+		for i, s := range with.Steps {
+			if s.Expire {
+				expired++
+			} else if s.Op == OpPatchDelete {
+				deleted++
+			}
+			p := plain.Steps[i]
+			if s.Deletion == v1alpha1.DeletionPolicyRestore && p.Deletion == v1alpha1.DeletionPolicyHandBack {
+				s.Deletion = p.Deletion
+			}
+			s.Expire = false
+			if !reflect.DeepEqual(s, p) {
+				t.Fatalf("seed %d step %d: %s, without options %s", seed, i+1, s, p)
+			}
+		}
+	}
+	if expired == 0 || deleted == 0 || expired > 2*deleted || deleted > 2*expired {
+		t.Errorf("%d patches expired, %d deleted: want about half each", expired, deleted)
+	}
+}

@@ -317,6 +317,21 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 		}
 		return nil, "", nil
 	case OpPatchDelete:
+		if s.Expire {
+			// An expiry time that has passed ends the patch at once.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				fp := &v1alpha1.FieldPatch{}
+				if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: r.ns, Name: s.Who}, fp); err != nil {
+					return err
+				}
+				fp.Spec.ExpiresAfter, fp.Spec.ExpiresAt = nil, &metav1.Time{Time: time.Now().Add(-time.Second)}
+				return r.env.Client.Update(ctx, fp)
+			})
+			if err != nil {
+				return nil, "", fmt.Errorf("expire FieldPatch %s: %w", s.Who, err)
+			}
+			return nil, "", nil
+		}
 		fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: s.Who, Namespace: r.ns}}
 		if err := r.env.Client.Delete(ctx, fp); err != nil {
 			return nil, "", fmt.Errorf("delete FieldPatch %s: %w", s.Who, err)

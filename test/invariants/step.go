@@ -52,7 +52,9 @@ const (
 	OpPatchCreate
 	// OpPatchEdit replaces a FieldPatch's patch.
 	OpPatchEdit
-	// OpPatchDelete deletes a FieldPatch and waits until it is gone.
+	// OpPatchDelete deletes a FieldPatch and waits until it is gone; with
+	// Expire, the patch expires instead (spec.expiresAt set to now) and
+	// deletes itself.
 	OpPatchDelete
 	// OpWorkloadApply creates or changes a ManagedWorkload whose one
 	// resource is the target.
@@ -84,6 +86,9 @@ type Step struct {
 	// Append, for a JSON FieldPatch, is a value its patch also appends to
 	// .spec.setList ("add" at "/spec/setList/-", not idempotent).
 	Append string
+	// Expire ends the FieldPatch by expiry instead of a delete request
+	// (OpPatchDelete): its deletion policy runs all the same.
+	Expire bool
 	// APIVersion is the version the request is sent in (OpApply,
 	// OpUpdate) or the FieldPatch targets (OpPatchCreate); empty: the
 	// kind's.
@@ -133,6 +138,9 @@ func (s Step) String() string {
 		}
 		return fmt.Sprintf("create FieldPatch %s: %s %s%s, conflictPolicy %s, deletionPolicy %s", s.Who, s.Type, fieldList(s.Fields), extra, s.Conflict, s.Deletion)
 	case OpPatchDelete:
+		if s.Expire {
+			return fmt.Sprintf("FieldPatch %s expires (deletionPolicy %s)", s.Who, s.Deletion)
+		}
 		return fmt.Sprintf("delete FieldPatch %s (deletionPolicy %s)", s.Who, s.Deletion)
 	case OpWorkloadApply:
 		return fmt.Sprintf("ManagedWorkload %s applies %s", s.Who, fieldList(s.Fields))
