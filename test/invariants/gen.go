@@ -77,7 +77,7 @@ type gen struct {
 	// pr draws Restore (Options.Restore), er expiry (Options.Expire);
 	// nil: never.
 	pr, er *rand.Rand
-	kind *Kind
+	kind   *Kind
 	// applied is each manager's last applied intent.
 	applied map[string][]Field
 	// patch is the live FieldPatch's last create or edit step, or nil.
