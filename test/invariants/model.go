@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/workload"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -257,6 +258,15 @@ type record struct {
 	// several previous owners removed it while the patch held it; nothing
 	// but (5) is checked at release.
 	ambiguous bool
+	// fromWorkload: a ManagedWorkload owned the field just before the
+	// patch first took it. A workload keeps no record of previous owners,
+	// so once it is gone the patch's release leaves the field in place
+	// without an owner (ownershipcore.Ledger.HandBackTo), as for a taken
+	// field, instead of removing it as an added one.
+	fromWorkload bool
+	// between are the managers that took the field from the patch or its
+	// previous owners and held it when the patch took it back (contested).
+	between map[string]bool
 	// previous is the field's value just before the patch first took it
 	// (hasPrevious: it had one), what deletionPolicy Restore puts back.
 	previous    interface{}
@@ -273,6 +283,17 @@ func (r *record) liveOwners() []owner {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// ownedByAny reports whether one of owners' field managers (by name, as
+// the ledger follows them) owns p in s.
+func (m *model) ownedByAny(s *snapshot, owners []owner, p fieldpath.Path) bool {
+	for _, o := range owners {
+		if s.ownsAny(o.Manager, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // workloadHolds reports whether a live workload's field manager owns p in
@@ -351,10 +372,12 @@ func (m *model) observe(actor string, before, written, after *snapshot) {
 				continue
 			}
 			var cands []owner
+			fromWorkload := false
 			for _, o := range prev.ownersOf(p) {
 				if !isFieldops(o.Manager) {
 					cands = append(cands, o)
 				}
+				fromWorkload = fromWorkload || strings.HasPrefix(o.Manager, workload.ManagerPrefix)
 			}
 			k := ownershipcore.FormatPath(p)
 			rec := pm.records[k]
@@ -364,6 +387,7 @@ func (m *model) observe(actor string, before, written, after *snapshot) {
 					rec.owners[o] = true
 				}
 				rec.previous, rec.hasPrevious = prev.value(p)
+				rec.fromWorkload = fromWorkload
 				pm.records[k] = rec
 				continue
 			}
@@ -372,6 +396,10 @@ func (m *model) observe(actor string, before, written, after *snapshot) {
 			for _, o := range cands {
 				if !rec.owners[o] {
 					rec.contested = true
+					if rec.between == nil {
+						rec.between = map[string]bool{}
+					}
+					rec.between[o.Manager] = true
 				}
 			}
 		}
@@ -416,6 +444,15 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 		if had && !has && len(rec.liveOwners()) > 0 {
 			rec.ambiguous = true
 		}
+		return
+	}
+	if rec.between[actor] && before.ownsAny(actor, p) && !written.ownsAny(actor, p) && !m.ownedByAny(written, rec.liveOwners(), p) {
+		// A manager in between lets the field go while none of the
+		// previous owners holds it: they lost it to another hand, so
+		// fieldops recorded the field afresh with the manager in between
+		// as its owner, and the field now counts as added by the patch
+		// (the record follows the apiserver). Only (5) is checked.
+		rec.ambiguous = true
 		return
 	}
 	if had && !has {
@@ -510,7 +547,7 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 	// back: that manager applied a value of its own in between, which
 	// fieldops may treat as the previous owner's (the field stays, handed
 	// back or unowned, as for a taken field) rather than remove it.
-	if rec.contested || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
+	if rec.contested || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
