@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // sameObject compares two objects' content and managed fields, ignoring the
@@ -158,26 +159,17 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 	}
 	removed := tv.RemoveItems(set)
 	// structured-merge-diff leaves a map whose every entry was removed as
-	// null: drop it, and each map above it the removal leaves empty, so
-	// that ignoring the only annotation of an object ignores it
-	// ("annotations: null" is not applied) and a yielded last field does
-	// not leave an intent of "spec: {}", which would claim .spec itself.
+	// null: drop it, and each map, list item and list above it the
+	// removal leaves empty (an item holding nothing but its keys), so that
+	// ignoring the only annotation of an object ignores it ("annotations:
+	// null" is not applied) and a yielded last field does not leave an
+	// intent of "spec: {}" or of a bare list item, which would claim .spec
+	// or the item itself.
 	m, ok := removed.AsValue().Unstructured().(map[string]interface{})
 	if !ok {
 		return nil, fmt.Errorf("remove fields from %s: not an object", describe(obj))
 	}
-	set.Iterate(func(p fieldpath.Path) {
-		for i := len(p) - 1; i >= 1; i-- {
-			names, ok := fieldNames(p[:i])
-			if !ok {
-				continue
-			}
-			v, found, _ := unstructured.NestedFieldNoCopy(m, names...)
-			if mv, isMap := v.(map[string]interface{}); found && (v == nil || isMap && len(mv) == 0) {
-				unstructured.RemoveNestedField(m, names...)
-			}
-		}
-	})
+	set.Iterate(func(p fieldpath.Path) { pruneAbove(m, p) })
 	out := &unstructured.Unstructured{Object: m}
 	// Identity stays even if a path named it.
 	out.SetGroupVersionKind(obj.GroupVersionKind())
@@ -186,17 +178,71 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 	return out, nil
 }
 
-// fieldNames is p as field names; false when p goes through a list item.
-func fieldNames(p fieldpath.Path) ([]string, bool) {
-	names := make([]string, 0, len(p))
-	for _, pe := range p {
-		if pe.FieldName == nil {
-			return nil, false
+// pruneAbove removes, from the deepest up, each parent of p in obj that
+// is null, an empty map or list, or a list item holding nothing but its
+// key fields; it stops at the first parent that holds something else.
+func pruneAbove(obj map[string]interface{}, p fieldpath.Path) {
+	for i := len(p) - 1; i >= 1; i-- {
+		vals := locate(obj, p[:i])
+		if vals == nil {
+			return
 		}
-		names = append(names, *pe.FieldName)
+		v, pe := vals[i], p[i-1]
+		empty := v == nil
+		switch t := v.(type) {
+		case map[string]interface{}:
+			empty = len(t) == 0 || pe.Key != nil && onlyKeys(t, *pe.Key)
+		case []interface{}:
+			empty = len(t) == 0
+		}
+		if !empty {
+			return
+		}
+		shorter, ok := without(vals[i-1], pe)
+		if !ok {
+			return
+		}
+		if i == 1 && pe.FieldName != nil {
+			delete(obj, *pe.FieldName)
+			continue
+		}
+		if set(vals[i-2], p[i-2], shorter) != nil {
+			return
+		}
 	}
-	return names, true
 }
+
+// locate returns the values along p in obj (out[k] is the value at p[:k],
+// out[0] is obj), or nil when one is missing.
+func locate(obj map[string]interface{}, p fieldpath.Path) []interface{} {
+	out := make([]interface{}, 0, len(p)+1)
+	var v interface{} = obj
+	out = append(out, v)
+	for _, pe := range p {
+		c, ok := child(v, pe)
+		if !ok {
+			return nil
+		}
+		v = c
+		out = append(out, v)
+	}
+	return out
+}
+
+// onlyKeys reports whether item holds nothing but the key fields keys.
+func onlyKeys(item map[string]interface{}, keys value.FieldList) bool {
+	for name := range item {
+		found := false
+		for _, k := range keys {
+			found = found || k.Name == name
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 
 func describe(obj *unstructured.Unstructured) string {
 	ref := obj.GetKind() + " " + obj.GetName()

@@ -22,22 +22,30 @@ import (
 // makes another sequence than the one it named; each runs with the most
 // steps of the fuzz runs of its time (16 before the runs of seeds from
 // 7000000 on, 18 from there, 20 from 9800000), and the fault seeds with
-// faults, as they were found.
+// faults, as they were found. The seeds with options were found by
+// TestOwnershipInvariants drawing Restore and expiry (GenerateWith):
+// 7800120, 32120 and 32173 (a Yield patch on a field deep in a list item
+// applied the item's emptied map as null, owned it, released it and
+// applied it again, in a loop), 41189 and 8300262 (the checker, not
+// fieldops: see "The record follows the apiserver" in doc.go).
 var corpus = []struct {
-	seed   int64
-	steps  int
-	faults bool
+	seed    int64
+	steps   int
+	faults  bool
+	options bool
 }{
-	{40098, 16, false}, {200021, 16, false}, {400141, 16, false}, {700006, 16, false},
-	{700073, 16, false}, {700239, 16, false}, {700280, 16, false}, {900076, 16, false},
-	{2000201, 16, false}, {3000031, 16, false}, {3000070, 16, false}, {3000197, 16, false},
-	{4000177, 16, false}, {4000226, 16, false}, {7200016, 18, false}, {7200668, 18, false},
-	{7201807, 18, false}, {7202145, 18, false}, {8100327, 18, false}, {8100545, 18, false},
-	{9100650, 18, false}, {9501226, 18, false}, {9800320, 20, false}, {9801138, 20, false},
-	{9801144, 20, false},
-	{7800039, 12, false}, {7800040, 12, false}, {32001, 12, false},
-	{1000008, 16, true}, {1000055, 16, true}, {2000088, 16, true}, {3000127, 16, true},
-	{5000069, 16, true}, {6000139, 16, true}, {6100231, 16, true},
+	{40098, 16, false, false}, {200021, 16, false, false}, {400141, 16, false, false}, {700006, 16, false, false},
+	{700073, 16, false, false}, {700239, 16, false, false}, {700280, 16, false, false}, {900076, 16, false, false},
+	{2000201, 16, false, false}, {3000031, 16, false, false}, {3000070, 16, false, false}, {3000197, 16, false, false},
+	{4000177, 16, false, false}, {4000226, 16, false, false}, {7200016, 18, false, false}, {7200668, 18, false, false},
+	{7201807, 18, false, false}, {7202145, 18, false, false}, {8100327, 18, false, false}, {8100545, 18, false, false},
+	{9100650, 18, false, false}, {9501226, 18, false, false}, {9800320, 20, false, false}, {9801138, 20, false, false},
+	{9801144, 20, false, false},
+	{7800039, 12, false, false}, {7800040, 12, false, false}, {32001, 12, false, false},
+	{7800120, 12, false, true}, {32120, 12, false, true}, {32173, 12, false, true},
+	{41189, 12, false, true}, {8300262, 12, false, true},
+	{1000008, 16, true, false}, {1000055, 16, true, false}, {2000088, 16, true, false}, {3000127, 16, true, false},
+	{5000069, 16, true, false}, {6000139, 16, true, false}, {6100231, 16, true, false},
 }
 
 // TestRegressionCorpus runs the corpus against the local control plane on
@@ -48,6 +56,9 @@ func TestRegressionCorpus(t *testing.T) {
 	seqs := make([]Sequence, len(corpus))
 	for i, c := range corpus {
 		seqs[i] = Generate(c.seed, c.steps)
+		if c.options {
+			seqs[i] = GenerateWith(c.seed, c.steps, Options{Restore: true, Expire: true})
+		}
 		if c.faults {
 			seqs[i].Faults = *faultRate
 		}
