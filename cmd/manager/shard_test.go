@@ -349,3 +349,12 @@ func (wc *writeCounter) writesUpTo(t *testing.T, ctx context.Context, rv string)
 		wc.changed.Wait()
 	}
 }
+
+// A --watch-label-selector that does not parse stops the manager before it
+// connects anywhere, naming the flag.
+func TestWatchLabelSelectorFlagRefused(t *testing.T) {
+	code, stderr := runManagerBinary(t, "--watch-label-selector=sharding.fieldops.dev/key=a=b")
+	if code != 1 || !strings.Contains(stderr, `fieldops: --watch-label-selector "sharding.fieldops.dev/key=a=b" is not a label selector`) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and the flag named", code, stderr)
+	}
+}
