@@ -34,8 +34,8 @@ import (
 // fieldops.dev, and shards a and b, each on its own selector and Lease.
 // Each shard's pod is admitted in fieldops-system (restricted Pod Security,
 // the label its selector is read from), and a component over the install
-// (config/manager-rights) gives every shard the main instance's tenancy
-// flags.
+// (config/manager-rights, config/plugins) gives every shard the main
+// instance's tenancy flags and plugins.
 func TestShardDeployments(t *testing.T) {
 	objs := render(t, "test/deploy/testdata/with-shards")
 	install(t, objs)
@@ -97,14 +97,15 @@ func TestShardDeployments(t *testing.T) {
 		t.Errorf("no Deployment %s", name)
 	}
 
-	// The install with config/manager-rights: every shard acts with the
-	// same tenancy as the main instance.
+	// The install with config/manager-rights and config/plugins: every
+	// shard acts with the same tenancy as the main instance, and runs the
+	// same plugins.
 	dir, err := os.MkdirTemp(root, ".test-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	k := "resources: [../test/deploy/testdata/with-shards]\ncomponents: [../config/manager-rights]\n"
+	k := "resources: [../test/deploy/testdata/with-shards]\ncomponents: [../config/manager-rights, ../config/plugins]\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -114,16 +115,20 @@ func TestShardDeployments(t *testing.T) {
 			continue
 		}
 		n++
-		args := deployment(t, u).Spec.Template.Spec.Containers[0].Args
+		d := deployment(t, u)
+		args := d.Spec.Template.Spec.Containers[0].Args
 		if !slices.Contains(args, "--manager-rights-namespaces=*") || !slices.Contains(args, "--no-cross-namespace-refs=false") {
 			t.Errorf("%s with config/manager-rights: args %v lack its flags", u.GetName(), args)
+		}
+		if !slices.Contains(args, "--plugin-config=/etc/fieldops/plugins.yaml") || len(d.Spec.Template.Spec.InitContainers) != 1 {
+			t.Errorf("%s with config/plugins: args %v, %d init containers: want its flags and its init container", u.GetName(), args, len(d.Spec.Template.Spec.InitContainers))
 		}
 		if c := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--watch-label-selector=") }); c < 0 || slices.ContainsFunc(args[c+1:], func(a string) bool { return strings.HasPrefix(a, "--watch-label-selector=") }) {
 			t.Errorf("%s: args %v, want one --watch-label-selector", u.GetName(), args)
 		}
 	}
 	if n != 3 {
-		t.Errorf("%d Deployments with config/manager-rights, want 3", n)
+		t.Errorf("%d Deployments with config/manager-rights and config/plugins, want 3", n)
 	}
 }
 
