@@ -403,7 +403,9 @@ type managerProc struct {
 	exited chan struct{}
 }
 
-func startManager(t *testing.T, ctx context.Context, dir, name string) *managerProc {
+// startManager starts the manager name with leader election on the test's
+// timings, and extra flags after the others.
+func startManager(t *testing.T, ctx context.Context, dir, name string, extra ...string) *managerProc {
 	t.Helper()
 	args := []string{"--kubeconfig=" + filepath.Join(dir, "kubeconfig"),
 		"--leader-elect", "--leader-elect-namespace=" + leaseNS,
@@ -412,6 +414,7 @@ func startManager(t *testing.T, ctx context.Context, dir, name string) *managerP
 		"--leader-elect-retry-period=" + failoverRetry.String(),
 		"--namespace=" + leaseNS, "--manager-rights-namespaces=*",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}
+	args = append(args, extra...)
 	p := &managerProc{name: name, log: filepath.Join(dir, "manager-"+name+".log"), exited: make(chan struct{})}
 	logf, err := os.Create(p.log)
 	if err != nil {

@@ -32,6 +32,7 @@ func TestConfigRendersAndIsAccepted(t *testing.T) {
 		"config/samples",
 		"test/deploy/testdata/with-plugins",
 		"test/deploy/testdata/with-manager-rights",
+		"test/deploy/testdata/with-shards",
 	} {
 		t.Run(dir, func(t *testing.T) {
 			objs := render(t, dir)

@@ -7,6 +7,7 @@ Licensed under the Apache License, Version 2.0.
 package release
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -56,12 +57,23 @@ func allValuesOn() map[string]any {
 		"logging":    map[string]any{"development": true},
 		"goMemLimit": "400MiB",
 		"extraArgs":  []any{"--concurrency=8"},
+		"sharding":   map[string]any{"shards": []any{"a", "b"}},
 	}
 }
 
 // renderChart renders the chart as `helm template --include-crds` does,
 // for Kubernetes kubeVersion, and returns its objects (CRDs first).
 func renderChart(t *testing.T, values map[string]any, kubeVersion string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := renderChartErr(t, values, kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// renderChartErr is renderChart, returning helm's error.
+func renderChartErr(t *testing.T, values map[string]any, kubeVersion string) ([]*unstructured.Unstructured, error) {
 	t.Helper()
 	install := action.NewInstall(action.NewConfiguration())
 	install.DryRunStrategy = action.DryRunClient
@@ -76,7 +88,7 @@ func renderChart(t *testing.T, values map[string]any, kubeVersion string) []*uns
 	install.KubeVersion = kv
 	rel, err := install.Run(loadChart(t), values)
 	if err != nil {
-		t.Fatalf("helm template: %v", err)
+		return nil, fmt.Errorf("helm template: %w", err)
 	}
 	acc, err := release.NewAccessor(rel)
 	if err != nil {
@@ -86,7 +98,7 @@ func renderChart(t *testing.T, values map[string]any, kubeVersion string) []*uns
 	if err != nil {
 		t.Fatalf("%v\n%s", err, acc.Manifest())
 	}
-	return objs
+	return objs, nil
 }
 
 func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {

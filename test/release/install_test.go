@@ -33,7 +33,8 @@ import (
 //	helm install fieldops charts/fieldops -n fieldops-system --create-namespace --wait
 //
 // with the opt-in kinds on (the MutatingAdmissionPolicy, the Prometheus
-// Operator's ServiceMonitor and PrometheusRule) and the default tenancy.
+// Operator's ServiceMonitor and PrometheusRule), one shard and the default
+// tenancy.
 // When helm returns, every fieldops kind is already served (Helm installs
 // crds/ first and waits for them to be Established), the manager runs
 // with the manager's tenancy defaults (no opt-in into its rights) and the
@@ -88,6 +89,7 @@ func TestChartInstall(t *testing.T) {
 			"serviceMonitor": map[string]any{"enabled": true},
 			"prometheusRule": map[string]any{"enabled": true},
 		},
+		"sharding": map[string]any{"shards": []any{"a"}},
 	}
 	if _, err := install.Run(loadChart(t), values); err != nil {
 		t.Fatalf("helm install: %v", err)
@@ -120,6 +122,13 @@ func TestChartInstall(t *testing.T) {
 		}
 		if avail, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas"); avail != 1 {
 			t.Errorf("helm --wait returned with %d available manager replicas", avail)
+		}
+	}
+	// Shard a's Deployment: its pod (the shard key read from its label
+	// through the downward API) admitted, scheduled and Ready.
+	if d := get("apps/v1", "Deployment", chartNamespace, "fieldops-controller-manager-shard-a"); d != nil {
+		if avail, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas"); avail != 1 {
+			t.Errorf("helm --wait returned with %d available replicas of shard a", avail)
 		}
 	}
 	get("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "fieldops-account-impersonation")

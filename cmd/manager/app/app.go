@@ -13,6 +13,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +24,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +36,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/accountwebhook"
@@ -51,6 +56,13 @@ type Flags struct {
 	AccountWebhook bool
 	WebhookPort    int
 	WebhookCertDir string
+	// WatchLabelSelector restricts the manager to the FieldPatches,
+	// ClusterFieldPatches, ManagedWorkloads and PodSets it matches
+	// (Kubernetes label selector syntax; empty is every object): a shard.
+	// Check parses it into watchSelector.
+	WatchLabelSelector string
+
+	watchSelector labels.Selector
 
 	zapOpts       zap.Options
 	sharedWatchAt int
@@ -122,11 +134,12 @@ func (f *Flags) NewFlagSet(name string, kubeconfig bool) *pflag.FlagSet {
 	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS and let in only callers whose bearer token may GET /metrics (TokenReview and SubjectAccessReview against the apiserver).")
 	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "With --metrics-secure: directory holding tls.crt and tls.key; empty serves a self-signed certificate.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Elect a leader, for more than one replica.")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Elect a leader, for more than one replica. The Lease is fieldops.dev, shared by every manager without --watch-label-selector or with '"+v1alpha1.UnshardedSelector+"'; any other selector has a Lease of its own, <hash of the selector>.fieldops.dev.")
 	fs.StringVar(&f.LeaderElection.Namespace, "leader-elect-namespace", "", "With --leader-elect: the namespace of the Lease fieldops.dev; empty is the namespace the manager's pod runs in (outside a cluster it must be set).")
 	fs.DurationVar(&f.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "With --leader-elect: how long followers wait after the leader's last renewal before taking the Lease. A leader killed without releasing it (kill -9, a lost node) is replaced this long after its last renewal, plus up to 2.2 retry periods.")
 	fs.DurationVar(&f.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "With --leader-elect: how long the leader retries renewing the Lease before it stops leading (the manager exits); shorter than --leader-elect-lease-duration.")
 	fs.DurationVar(&f.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "With --leader-elect: how often candidates try to acquire or renew the Lease (each wait jittered up to 2.2 times it); --leader-elect-renew-deadline must exceed 1.2 times it.")
+	fs.StringVar(&f.WatchLabelSelector, "watch-label-selector", "", "Reconcile only the FieldPatches, ClusterFieldPatches, ManagedWorkloads and PodSets this label selector matches (Kubernetes syntax, as kubectl -l takes it); empty is every object. A shard runs with "+v1alpha1.ShardLabel+"=<shard>, the main instance beside shards with '"+v1alpha1.UnshardedSelector+"'. Each selector has its own leader election Lease (see --leader-elect). Targets are never filtered.")
 	fs.StringVar(&f.PluginConfig, "plugin-config", "", "YAML file declaring the plugins (name, path, sha256, kind); needs --feature-gates=ExternalPlugins=true.")
 	fs.StringVar(&f.Setup.DefaultServiceAccount, "default-service-account", envOr("FIELDOPS_DEFAULT_SERVICE_ACCOUNT", DefaultServiceAccount), "(env FIELDOPS_DEFAULT_SERVICE_ACCOUNT, for OLM Subscriptions) ServiceAccount, in their own namespace, that FieldPatches and ManagedWorkloads without spec.serviceAccountName act as (impersonated). It may be empty only with --manager-rights-namespaces='*'.")
 	fs.StringVar(&f.managerRights, "manager-rights-namespaces", os.Getenv("FIELDOPS_MANAGER_RIGHTS_NAMESPACES"), "(env FIELDOPS_MANAGER_RIGHTS_NAMESPACES) Comma-separated namespaces whose FieldPatches and ManagedWorkloads without spec.serviceAccountName act with the manager's own cluster-wide rights instead of --default-service-account; '*' is every namespace (the behaviour of 0.1.0). Whoever may create such an object there then has the manager's rights: list only namespaces where only cluster administrators create them.")
@@ -177,6 +190,11 @@ func (f *Flags) Check() error {
 	if err := f.LeaderElection.Check(); err != nil {
 		return err
 	}
+	sel, err := ParseWatchSelector(f.WatchLabelSelector)
+	if err != nil {
+		return err
+	}
+	f.watchSelector = sel
 	namespaces, err := ParseNamespaces(f.managerRights)
 	if err != nil {
 		return fmt.Errorf("--manager-rights-namespaces: %w", err)
@@ -238,7 +256,10 @@ func (f *Flags) Run(ctx context.Context, config func() (*rest.Config, error)) er
 	setup := f.Setup
 	setup.Plugins = plugins
 	setup.SharedWatchAt = sharedWatchAt(f.sharedWatchAt)
-	m := managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect, leaderElection: f.LeaderElection}
+	m := managerOptions{metrics: metricsOptions(f.MetricsAddr, f.MetricsSecure, f.MetricsCertDir), probeAddr: f.ProbeAddr, pprofAddr: f.PprofAddr, leaderElect: f.LeaderElect, leaderElection: f.LeaderElection, watchSelector: f.watchSelector}
+	if m.leaderElect || !m.watchSelector.Empty() {
+		log.Info("shard", "watchLabelSelector", m.watchSelector.String(), "leaderElectionLease", LeaderElectionID(m.watchSelector))
+	}
 	if f.AccountWebhook {
 		m.accountWebhook = &webhook.Options{Port: f.WebhookPort, CertDir: f.WebhookCertDir}
 	}
@@ -265,6 +286,9 @@ type managerOptions struct {
 	probeAddr, pprofAddr string
 	leaderElect          bool
 	leaderElection       LeaderElection
+	// watchSelector restricts the cache of fieldops's own kinds
+	// (--watch-label-selector); it names the leader election Lease.
+	watchSelector labels.Selector
 	// accountWebhook, when set, serves the account-impersonation webhook
 	// with these server options.
 	accountWebhook *webhook.Options
@@ -273,12 +297,12 @@ type managerOptions struct {
 func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts controllers.Options) error {
 	mopts := ctrl.Options{
 		Scheme:                 controllers.Scheme(),
-		Cache:                  controllers.CacheOptions(cache.Options{}),
+		Cache:                  controllers.WatchLabelSelector(controllers.CacheOptions(cache.Options{}), m.watchSelector),
 		Metrics:                m.metrics,
 		HealthProbeBindAddress: m.probeAddr,
 		PprofBindAddress:       m.pprofAddr,
 		LeaderElection:         m.leaderElect,
-		LeaderElectionID:       "fieldops.dev",
+		LeaderElectionID:       LeaderElectionID(m.watchSelector),
 		// A leader that stops (SIGTERM: a rolling upgrade, a drain)
 		// releases the Lease, so a follower takes over at its next retry
 		// instead of after a lease duration. Safe because the manager's
@@ -314,6 +338,63 @@ func runManager(ctx context.Context, cfg *rest.Config, m managerOptions, opts co
 		}
 	}
 	return mgr.Start(ctx)
+}
+
+// ParseWatchSelector parses --watch-label-selector (Kubernetes label
+// selector syntax, labels.Parse: "key=value", "key in (a,b)", "!key",
+// requirements joined by commas); empty is labels.Everything. The error
+// names the flag and says what is wrong.
+func ParseWatchSelector(s string) (labels.Selector, error) {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("--watch-label-selector %q is not a label selector (e.g. %s=shard1, or '%s'): %w", s, v1alpha1.ShardLabel, v1alpha1.UnshardedSelector, err)
+	}
+	return sel, nil
+}
+
+// leaderElectionBase is the Lease of the unsharded manager and of the
+// main instance beside shards.
+const leaderElectionBase = "fieldops.dev"
+
+// LeaderElectionID is the name of the leader election Lease of a manager
+// watching the objects sel matches: "fieldops.dev" for every object (nil
+// or empty sel) and for the main instance's selector
+// (v1alpha1.UnshardedSelector), so that turning sharding on is a rolling
+// update of one Deployment whose old and new replicas still elect one
+// leader; otherwise "<h>.fieldops.dev", h the first 10 hex digits of the
+// SHA-256 of the selector's canonical form (canonicalSelector): each shard elects its own leader, and two
+// spellings of one selector share a Lease. Flux derives the Lease of a
+// shard from its selector the same way (a hash, so any selector makes a
+// valid name).
+func LeaderElectionID(sel labels.Selector) string {
+	if sel == nil || sel.Empty() {
+		return leaderElectionBase
+	}
+	canonical := canonicalSelector(sel)
+	if main, err := labels.Parse(v1alpha1.UnshardedSelector); err == nil && canonical == main.String() {
+		return leaderElectionBase
+	}
+	sum := sha256.Sum256([]byte(canonical))
+	return hex.EncodeToString(sum[:])[:10] + "." + leaderElectionBase
+}
+
+// canonicalSelector is sel's String with "==" spelled "=" (labels.Parse
+// takes both for one operator, and String sorts the requirements).
+func canonicalSelector(sel labels.Selector) string {
+	reqs, ok := sel.Requirements()
+	if !ok {
+		return sel.String()
+	}
+	out := labels.NewSelector()
+	for _, r := range reqs {
+		if r.Operator() == selection.DoubleEquals {
+			if eq, err := labels.NewRequirement(r.Key(), selection.Equals, r.Values().UnsortedList()); err == nil {
+				r = *eq
+			}
+		}
+		out = out.Add(r)
+	}
+	return out.String()
 }
 
 // sharedWatchAt maps --shared-target-watch-at to
