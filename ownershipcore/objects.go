@@ -243,7 +243,6 @@ func onlyKeys(item map[string]interface{}, keys value.FieldList) bool {
 	return true
 }
 
-
 func describe(obj *unstructured.Unstructured) string {
 	ref := obj.GetKind() + " " + obj.GetName()
 	if ns := obj.GetNamespace(); ns != "" {
