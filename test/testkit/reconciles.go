@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fieldops/fieldops/internal/logcap"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,46 @@ import (
 type Reconciles struct {
 	mu   sync.Mutex
 	objs map[reconcileKey]*ReconcileStats
+	// watched counts, for each string WatchLog was given, the log lines
+	// that contained it since.
+	watched map[string]int
+}
+
+// WatchLog counts, from now on, the manager's log lines that contain s
+// anywhere (message, values or error, at every level the manager can be
+// set to log, up to logcap.MaxV, enabled or not): what a test checks a
+// secret value never reaches. LogLines returns the
+// count.
+func (r *Reconciles) WatchLog(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched == nil {
+		r.watched = map[string]int{}
+	}
+	r.watched[s] = 0
+}
+
+// LogLines is how many log lines contained s since WatchLog(s).
+func (r *Reconciles) LogLines(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watched[s]
+}
+
+// scan counts the line (msg, its values kv and err) against the watched
+// strings.
+func (r *Reconciles) scan(values []any, msg string, err error, kv []any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.watched) == 0 {
+		return
+	}
+	line := fmt.Sprint(msg, " ", values, " ", kv, " ", err)
+	for s := range r.watched {
+		if strings.Contains(line, s) {
+			r.watched[s]++
+		}
+	}
 }
 
 type reconcileKey struct {
@@ -145,6 +186,8 @@ type reconcileSink struct {
 	next logr.LogSink
 	r    *Reconciles
 	key  reconcileKey
+	// values are those of WithValues, for WatchLog.
+	values []any
 }
 
 func (s reconcileSink) Init(info logr.RuntimeInfo) { s.next.Init(info) }
@@ -153,6 +196,9 @@ func (s reconcileSink) Init(info logr.RuntimeInfo) { s.next.Init(info) }
 func (s reconcileSink) Enabled(int) bool { return true }
 
 func (s reconcileSink) Info(level int, msg string, kv ...any) {
+	if level <= logcap.MaxV {
+		s.r.scan(s.values, msg, nil, kv)
+	}
 	if s.key.controller != "" && s.key.Name != "" {
 		s.r.observe(s.key, msg, nil)
 	}
@@ -162,6 +208,7 @@ func (s reconcileSink) Info(level int, msg string, kv ...any) {
 }
 
 func (s reconcileSink) Error(err error, msg string, kv ...any) {
+	s.r.scan(s.values, msg, err, kv)
 	if s.key.controller != "" && s.key.Name != "" {
 		s.r.observe(s.key, msg, err)
 	}
@@ -184,17 +231,17 @@ func (s reconcileSink) WithValues(kv ...any) logr.LogSink {
 			key.Name = v
 		}
 	}
-	return reconcileSink{next: s.next.WithValues(kv...), r: s.r, key: key}
+	return reconcileSink{next: s.next.WithValues(kv...), r: s.r, key: key, values: append(append([]any{}, s.values...), kv...)}
 }
 
 func (s reconcileSink) WithName(name string) logr.LogSink {
-	return reconcileSink{next: s.next.WithName(name), r: s.r, key: s.key}
+	return reconcileSink{next: s.next.WithName(name), r: s.r, key: s.key, values: s.values}
 }
 
 // WithCallDepth keeps next's caller annotations right.
 func (s reconcileSink) WithCallDepth(depth int) logr.LogSink {
 	if d, ok := s.next.(logr.CallDepthLogSink); ok {
-		return reconcileSink{next: d.WithCallDepth(depth), r: s.r, key: s.key}
+		return reconcileSink{next: d.WithCallDepth(depth), r: s.r, key: s.key, values: s.values}
 	}
 	return s
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/accountwebhook"
+	"github.com/fieldops/fieldops/internal/logcap"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -245,7 +246,8 @@ func (f *Flags) Run(ctx context.Context, config func() (*rest.Config, error)) er
 		}
 		defer plugins.Close()
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zapOpts)))
+	// Never V(8): client-go logs request and response bodies there.
+	ctrl.SetLogger(logcap.Logger(zap.New(zap.UseFlagOptions(&f.zapOpts))))
 	log := ctrl.Log.WithName("setup")
 	log.Info("feature gates", "ServerSideApply", feature.Gates.Enabled(feature.ServerSideApply),
 		"InPlacePodMetadata", feature.Gates.Enabled(feature.InPlacePodMetadata), "ExternalPlugins", feature.Gates.Enabled(feature.ExternalPlugins))
