@@ -157,16 +157,23 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	if err != nil {
 		return err
 	}
-	ours := owners.Applied(manager)
-	if ours == nil {
+	if !ownershipcore.HasManager(live, manager) {
 		return nil
+	}
+	// Our Apply entry's fields; none when only another entry of ours is
+	// left (an Update entry the apiserver recorded for a removed field it
+	// defaulted again, after an interrupted let-go): the policy's LetGo
+	// still removes every entry of ours.
+	oursFields := fieldset.NewSet()
+	if ours := owners.Applied(manager); ours != nil {
+		oursFields = ours.Fields
 	}
 	ledger, err := patchintent.ReadLedger(st, st.TargetUID)
 	if err != nil {
 		return err
 	}
 	ledger.Follow(owners, present, manager)
-	g := patchintent.DeletionLetGo(policy, ledger, owners, ours.Fields, manager)
+	g := patchintent.DeletionLetGo(policy, ledger, owners, oursFields, manager)
 	if g.Restore, err = r.readPreviousValues(ctx, applier, obj, st.TargetUID); err != nil {
 		return err
 	}
