@@ -75,6 +75,10 @@ const (
 	warmupNS    = "bench-warmup"
 )
 
+// rssInterval is how often a side's resident memory is sampled during
+// its converge, for the file-backed part of its peak.
+const rssInterval = 100 * time.Millisecond
+
 // options are the command's flags.
 type options struct {
 	n           int
@@ -117,9 +121,11 @@ type sideResult struct {
 	requests requestCounts // by method, for all N
 	mgrCPU   float64       // seconds
 	cpCPU    float64       // kube-apiserver + etcd, seconds
-	peakRSS  int64         // KiB
-	rssAnon  int64         // KiB, at the end of the converge
-	rssFile  int64         // KiB, at the end of the converge
+	peakRSS  int64         // KiB, VmHWM
+	peak     rssSample     // the largest sample during the converge, with its split
+	before   rssSample     // just before the converge
+	after    rssSample     // at the end of the converge
+	heap     heapStats     // the Go heap after the converge (fieldops only)
 	applied  int           // Deployments carrying the env var afterwards
 	flux     *fluxResult
 }
@@ -335,10 +341,17 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if b.o.pprofDir != "" {
 		profile.Go(func() { b.profileAPIServer("apiserver-flux-converge-cpu.pb.gz") })
 	}
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+	if r.before, err = readRSS(pid); err != nil {
 		return r, err
 	}
-	if !lines.Scan() {
+	peak := watchRSS(pid, rssInterval)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		peak.stop()
+		return r, err
+	}
+	ok := lines.Scan()
+	r.peak = peak.stop()
+	if !ok {
 		return r, fmt.Errorf("flux side exited during ApplyAll (see %s)", logf.Name())
 	}
 	var fr fluxResult
@@ -359,7 +372,7 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
 		return r, err
 	}
-	if r.rssAnon, r.rssFile, err = rssSplitKiB(pid); err != nil {
+	if r.after, err = readRSS(pid); err != nil {
 		return r, err
 	}
 	r.wall = time.Duration(fr.WallSeconds * float64(time.Second))
@@ -532,17 +545,24 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		})
 		profile.Go(func() { b.profileAPIServer("apiserver-fieldops-converge-cpu.pb.gz") })
 	}
+	if r.before, err = readRSS(pid); err != nil {
+		return r, h, err
+	}
+	peak := watchRSS(pid, rssInterval)
 	start := time.Now()
 	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
+		peak.stop()
 		return r, h, err
 	}
 	n := b.o.n
 	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
 	if err != nil {
+		peak.stop()
 		return r, h, err
 	}
 	r.wall = done.Sub(start)
 	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
+	r.peak = peak.stop()
 	if err != nil {
 		return r, h, err
 	}
@@ -557,7 +577,10 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
 		return r, h, err
 	}
-	if r.rssAnon, r.rssFile, err = rssSplitKiB(pid); err != nil {
+	if r.after, err = readRSS(pid); err != nil {
+		return r, h, err
+	}
+	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
 		return r, h, err
 	}
 	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0

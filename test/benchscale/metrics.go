@@ -116,3 +116,41 @@ func settle(url string, quiet, max time.Duration) (requestCounts, error) {
 	}
 	return last, nil
 }
+
+// heapStats is the Go heap of a process, in bytes, from the Go
+// collector's go_memstats_heap_alloc_bytes (live and not yet swept
+// objects) and go_memstats_heap_inuse_bytes (the spans holding them).
+type heapStats struct{ alloc, inuse float64 }
+
+// scrapeHeap reads heapStats from a Prometheus text endpoint.
+func scrapeHeap(url string) (heapStats, error) {
+	var h heapStats
+	resp, err := http.Get(url)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return h, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		name, value, ok := strings.Cut(s.Text(), " ")
+		var dst *float64
+		switch {
+		case !ok:
+			continue
+		case name == "go_memstats_heap_alloc_bytes":
+			dst = &h.alloc
+		case name == "go_memstats_heap_inuse_bytes":
+			dst = &h.inuse
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseFloat(strings.TrimSpace(value), 64); err != nil {
+			return h, fmt.Errorf("metrics line %q: %w", s.Text(), err)
+		}
+	}
+	return h, s.Err()
+}

@@ -62,7 +62,10 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(tw, "manager CPU\t%.2f s\t%.2f s\t%s\n", fx.mgrCPU, fo.mgrCPU, ratio(fo.mgrCPU, fx.mgrCPU))
 	fmt.Fprintf(tw, "apiserver+etcd CPU\t%.2f s\t%.2f s\t%s\n", fx.cpCPU, fo.cpCPU, ratio(fo.cpCPU, fx.cpCPU))
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), ratio(float64(fo.peakRSS), float64(fx.peakRSS)))
-	fmt.Fprintf(tw, "  RSS after, anon + file\t%.0f + %.0f MiB\t%.0f + %.0f MiB\t\n", mib(fx.rssAnon), mib(fx.rssFile), mib(fo.rssAnon), mib(fo.rssFile))
+	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t\n", split(fx.peak), split(fo.peak))
+	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s (anon)\n", split(fx.after), split(fo.after), ratio(float64(fo.after.anon), float64(fx.after.anon)))
+	fmt.Fprintf(tw, "  anon growth per object\t%s\t%s\t\n", growth(fx, n), growth(fo, n))
+	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
 	_ = tw.Flush()
 	hTotal, hBy := perObject(h.requests, n)
@@ -73,4 +76,18 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(w, "| %d | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB | %s, %s req/object |\n",
 		n, fx.wall.Seconds(), fo.wall.Seconds(), ratio(fo.wall.Seconds(), fx.wall.Seconds()), fxTotal, foTotal,
 		ratio(fo.mgrCPU, fx.mgrCPU), ratio(fo.cpCPU, fx.cpCPU), mib(fx.peakRSS), mib(fo.peakRSS), secs(h.wall), hTotal)
+	fmt.Fprintf(w, "\n| N | RssAnon after: Flux / fieldops | anon growth per object: Flux / fieldops | peak RSS, anon + file: Flux / fieldops | RssFile after: Flux / fieldops | fieldops Go heap after, alloc / in use |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| %d | %.1f / %.1f MiB (%s) | %s / %s | %s / %s | %.1f / %.1f MiB | %.1f / %.1f MiB |\n",
+		n, mib(fx.after.anon), mib(fo.after.anon), ratio(float64(fo.after.anon), float64(fx.after.anon)), growth(fx, n), growth(fo, n),
+		split(fx.peak), split(fo.peak), mib(fx.after.file), mib(fo.after.file), fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20))
+}
+
+// split formats a sample as anonymous + file-backed MiB.
+func split(s rssSample) string { return fmt.Sprintf("%.1f + %.1f MiB", mib(s.anon), mib(s.file)) }
+
+// growth is a side's anonymous memory after its converge less before it,
+// per object, in KiB.
+func growth(r sideResult, n int) string {
+	return fmt.Sprintf("%.1f KiB", float64(r.after.anon-r.before.anon)/float64(n))
 }
