@@ -8,6 +8,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,12 +27,13 @@ import (
 )
 
 // Every informer the manager's cache makes of fieldops's own kinds holds
-// them without managed fields, typed or metadata-only, over all
-// namespaces or per namespace (cache.Options.DefaultNamespaces, as
+// them without managed fields and without kubectl's last-applied
+// configuration (other annotations stay), typed or metadata-only, over
+// all namespaces or per namespace (cache.Options.DefaultNamespaces, as
 // test/invariants runs the manager), and so does the metadata-only
-// informer of CRDs; Pods keep theirs (PodSet reads who owns a label).
-// The objects are the samples of config/samples, created with managed
-// fields.
+// informer of CRDs; Pods keep their managed fields (PodSet reads who
+// owns a label). The objects are the samples of config/samples, created
+// with managed fields and both annotations.
 func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 	cp, err := localcp.Start(localcp.Options{})
 	if err != nil {
@@ -64,6 +66,11 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 		if u.GetNamespace() != "" {
 			u.SetNamespace(ns)
 		}
+		last, err := json.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.SetAnnotations(map[string]string{corev1.LastAppliedConfigAnnotation: string(last), "keep": "yes"})
 		objs = append(objs, u)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: map[string]string{"a": "b"}},
@@ -113,6 +120,9 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 					}
 					if mf := got.GetManagedFields(); len(mf) != 0 {
 						t.Errorf("%s %s (%T) cached with managed fields %v", gvk.Kind, key, got, mf)
+					}
+					if a := got.GetAnnotations(); gvk.Group == "fieldops.dev" && (len(a) != 1 || a["keep"] != "yes") {
+						t.Errorf("%s %s (%T) cached with annotations %v, want only keep", gvk.Kind, key, got, a)
 					}
 				}
 			}
