@@ -87,6 +87,8 @@ type options struct {
 	// creation), as config/default does.
 	finalizerPolicy bool
 	managerBin      string
+	// managerGOGC is the manager's GOGC ("": the environment's).
+	managerGOGC string
 	fluxBin         string
 	logDir          string
 	pprofDir        string
@@ -100,6 +102,7 @@ func main() {
 	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "Install config/admission/finalizers.yaml (an overlay adds it to config/default on Kubernetes 1.36+) before the fieldops side: FieldPatches get their finalizer at creation.")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Workers of both managers: fieldops --concurrency and Flux ResourceManager.SetConcurrency (kustomize-controller's --concurrent-ssa default).")
 	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
+	flag.StringVar(&o.managerGOGC, "manager-gogc", "", "If set, the manager's GOGC (Go's garbage collector target, percent of the live heap; default 100), to measure memory against CPU.")
 	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
 	flag.StringVar(&o.logDir, "log-dir", "", "Where the managers' logs go (default: a new temporary directory, printed).")
 	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, and kube-apiserver's CPU profiles of both sides' converge, for go tool pprof.")
@@ -434,6 +437,9 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 		return nil, err
 	}
 	m.cmd = exec.Command(b.o.managerBin, args...)
+	if b.o.managerGOGC != "" {
+		m.cmd.Env = append(os.Environ(), "GOGC="+b.o.managerGOGC)
+	}
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		_ = logf.Close()

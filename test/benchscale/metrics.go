@@ -134,8 +134,12 @@ func settle(url string, quiet, max time.Duration) (requestCounts, error) {
 
 // heapStats is the Go heap of a process, in bytes, from the Go
 // collector's go_memstats_heap_alloc_bytes (live and not yet swept
-// objects) and go_memstats_heap_inuse_bytes (the spans holding them).
-type heapStats struct{ alloc, inuse float64 }
+// objects), go_memstats_heap_inuse_bytes (the spans holding them),
+// go_memstats_heap_idle_bytes less go_memstats_heap_released_bytes (free
+// spans still resident: the scavenger returns them to the OS over time),
+// go_memstats_stack_inuse_bytes and go_memstats_next_gc_bytes (the heap
+// size at which the next collection starts).
+type heapStats struct{ alloc, inuse, idle, released, stacks, nextGC float64 }
 
 // scrapeHeap reads heapStats from a Prometheus text endpoint.
 func scrapeHeap(url string) (heapStats, error) {
@@ -160,6 +164,14 @@ func scrapeHeap(url string) (heapStats, error) {
 			dst = &h.alloc
 		case name == "go_memstats_heap_inuse_bytes":
 			dst = &h.inuse
+		case name == "go_memstats_heap_idle_bytes":
+			dst = &h.idle
+		case name == "go_memstats_heap_released_bytes":
+			dst = &h.released
+		case name == "go_memstats_stack_inuse_bytes":
+			dst = &h.stacks
+		case name == "go_memstats_next_gc_bytes":
+			dst = &h.nextGC
 		default:
 			continue
 		}

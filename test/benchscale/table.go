@@ -50,6 +50,9 @@ func (r *result) print(w io.Writer) {
 	fx, fo, h := r.flux, r.fieldops, r.handBack
 	fmt.Fprintf(w, "\nbench-scale: N=%d Deployments owned by %q, one env var added to each; %d CPUs; workers %d per manager\n",
 		n, helmManager, runtime.NumCPU(), r.o.concurrency)
+	if r.o.managerGOGC != "" {
+		fmt.Fprintf(w, "fieldops manager run with GOGC=%s\n", r.o.managerGOGC)
+	}
 	fmt.Fprintf(w, "Flux: fluxcd/pkg/ssa ResourceManager.ApplyAll (actions %v, %d dry-run requests); fieldops: manager binary, N FieldPatches. Logs: %s\n\n", fx.flux.Actions, fx.flux.DryRun, r.logDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tFlux ssa ApplyAll\tfieldops\tfieldops/Flux")
@@ -66,6 +69,7 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s (anon)\n", split(fx.after), split(fo.after), ratio(float64(fo.after.anon), float64(fx.after.anon)))
 	fmt.Fprintf(tw, "  anon growth per object\t%s\t%s\t\n", growth(fx, n), growth(fo, n))
 	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20))
+	fmt.Fprintf(tw, "  free resident, stacks, next GC\t–\t%.1f, %.1f, %.1f MiB\t\n", (fo.heap.idle-fo.heap.released)/(1<<20), fo.heap.stacks/(1<<20), fo.heap.nextGC/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
 	_ = tw.Flush()
 	hTotal, hBy := perObject(h.requests, n)
