@@ -88,12 +88,12 @@ type options struct {
 	finalizerPolicy bool
 	managerBin      string
 	// managerGOGC is the manager's GOGC ("": the environment's).
-	managerGOGC string
-	fluxBin         string
-	logDir          string
-	pprofDir        string
-	pprofSeconds    int
-	timeout         time.Duration
+	managerGOGC  string
+	fluxBin      string
+	logDir       string
+	pprofDir     string
+	pprofSeconds int
+	timeout      time.Duration
 }
 
 func main() {
@@ -220,7 +220,9 @@ func run(o options) (*result, error) {
 	}
 	// The apiserver and etcd of the fieldops side hold no Deployment of
 	// the Flux side.
-	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(fluxNS)); err != nil {
+	if err := b.deleteEach(ctx, o.n, func(i int) client.Object {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: fmt.Sprintf("bench-%d", i)}}
+	}); err != nil {
 		return nil, err
 	}
 	if o.finalizerPolicy {
@@ -614,7 +616,7 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		return r, h, err
 	}
 	start = time.Now()
-	if err := b.c.DeleteAllOf(ctx, &v1alpha1.FieldPatch{}, client.InNamespace(fieldopsNS)); err != nil {
+	if err := b.deleteEach(ctx, n, func(i int) client.Object { return fieldPatch(fieldopsNS, i) }); err != nil {
 		return r, h, err
 	}
 	if done, err = t.wait(ctx, func(ready, present int) bool { return present == 0 }); err != nil {
@@ -633,6 +635,14 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
 	h.left, err = b.countApplied(ctx, fieldopsNS)
 	return r, h, err
+}
+
+// deleteEach deletes obj(0) … obj(n-1), 8 at a time, as they were
+// created: one DeleteCollection of many objects runs one deletion after
+// another in the apiserver and outlasts its request timeout (10000
+// FieldPatches with finalizers do).
+func (b *bench) deleteEach(ctx context.Context, n int, obj func(i int) client.Object) error {
+	return parallel(n, 8, func(i int) error { return b.c.Delete(ctx, obj(i)) })
 }
 
 // profileAPIServer saves a CPU profile of kube-apiserver (-pprof-seconds
