@@ -41,6 +41,12 @@ func ratio(fieldops, flux float64) string {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
+// msPer is d per object, in milliseconds: what compares converges of
+// different N.
+func msPer(d time.Duration, n int) string {
+	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000/float64(n))
+}
+
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // print writes the side-by-side table, the hand-back line and the row of
@@ -57,6 +63,7 @@ func (r *result) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tFlux ssa ApplyAll\tfieldops\tfieldops/Flux")
 	fmt.Fprintf(tw, "converge wall\t%s\t%s\t%s\n", secs(fx.wall), secs(fo.wall), ratio(fo.wall.Seconds(), fx.wall.Seconds()))
+	fmt.Fprintf(tw, "  per object\t%s\t%s\t\n", msPer(fx.wall, n), msPer(fo.wall, n))
 	fxTotal, fxBy := perObject(fx.requests, n)
 	foTotal, foBy := perObject(fo.requests, n)
 	fmt.Fprintf(tw, "requests per object\t%s\t%s\t%s\n", fxTotal, foTotal, ratio(fo.requests.total(), fx.requests.total()))
