@@ -12,10 +12,13 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,11 +156,9 @@ const DefaultSharedWatchAt = targetcache.DefaultShareAt
 // CacheOptions returns base with what the controllers need of the
 // manager's informer cache: the fieldops objects (FieldPatch,
 // ClusterFieldPatch, ManagedWorkload, PodSet) and the CRDs' metadata are
-// held without metadata.managedFields (cache.TransformStripManagedFields),
-// which nothing reads from the cache: writes of status and finalizers are
-// merge patches computed between two copies of the same cached object.
-// Pods keep theirs (PodSet reads them to find who owns a label). Issue 11:
-// memory while converging.
+// held without what nothing reads of them (TransformStripUnread). Pods
+// keep their managed fields (PodSet reads them to find who owns a label).
+// Issue 11: memory while converging.
 func CacheOptions(base cache.Options) cache.Options {
 	if base.ByObject == nil {
 		base.ByObject = map[client.Object]cache.ByObject{}
@@ -166,8 +167,37 @@ func CacheOptions(base cache.Options) cache.Options {
 	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	for _, obj := range []client.Object{&v1alpha1.FieldPatch{}, &v1alpha1.ClusterFieldPatch{}, &v1alpha1.ManagedWorkload{}, &v1alpha1.PodSet{}, crds} {
 		by := base.ByObject[obj]
-		by.Transform = cache.TransformStripManagedFields()
+		by.Transform = TransformStripUnread()
 		base.ByObject[obj] = by
 	}
 	return base
+}
+
+// TransformStripUnread is the cache transform of fieldops's own objects
+// and the CRDs' metadata: it drops metadata.managedFields
+// (cache.TransformStripManagedFields) and the annotation
+// kubectl.kubernetes.io/last-applied-configuration (a copy of the whole
+// object as a client-side kubectl apply sent it: a CRD's whole schema),
+// which no controller reads from the cache. Writes of status and
+// finalizers are merge patches computed between two copies of the same
+// cached object, so they never touch what both lack.
+func TransformStripUnread() toolscache.TransformFunc {
+	stripManagedFields := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		out, err := stripManagedFields(in)
+		if err != nil {
+			return out, err
+		}
+		if obj, err := meta.Accessor(out); err == nil {
+			if a := obj.GetAnnotations(); a != nil {
+				if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+					delete(a, corev1.LastAppliedConfigAnnotation)
+					if len(a) == 0 {
+						obj.SetAnnotations(nil)
+					}
+				}
+			}
+		}
+		return out, nil
+	}
 }

@@ -87,7 +87,10 @@ type ObjectCount struct {
 }
 
 // CountObjects counts the fieldops objects r lists by kind, Ready status,
-// Stalled and Ready reason. Kinds whose list fails are left out.
+// Stalled and Ready reason. Kinds whose list fails are left out. The
+// lists only read conditions, so an informer cache lends its own objects
+// (client.UnsafeDisableDeepCopy) instead of copying every object on every
+// scrape; other readers ignore the option.
 func CountObjects(ctx context.Context, r client.Reader) []ObjectCount {
 	counts := map[objectState]int{}
 	var order []objectState
@@ -105,25 +108,25 @@ func CountObjects(ctx context.Context, r client.Reader) []ObjectCount {
 		counts[s]++
 	}
 	var fps v1alpha1.FieldPatchList
-	if err := r.List(ctx, &fps); err == nil {
+	if err := r.List(ctx, &fps, client.UnsafeDisableDeepCopy); err == nil {
 		for i := range fps.Items {
 			add("FieldPatch", fps.Items[i].Status.Conditions)
 		}
 	}
 	var cfps v1alpha1.ClusterFieldPatchList
-	if err := r.List(ctx, &cfps); err == nil {
+	if err := r.List(ctx, &cfps, client.UnsafeDisableDeepCopy); err == nil {
 		for i := range cfps.Items {
 			add("ClusterFieldPatch", cfps.Items[i].Status.Conditions)
 		}
 	}
 	var mws v1alpha1.ManagedWorkloadList
-	if err := r.List(ctx, &mws); err == nil {
+	if err := r.List(ctx, &mws, client.UnsafeDisableDeepCopy); err == nil {
 		for i := range mws.Items {
 			add("ManagedWorkload", mws.Items[i].Status.Conditions)
 		}
 	}
 	var pss v1alpha1.PodSetList
-	if err := r.List(ctx, &pss); err == nil {
+	if err := r.List(ctx, &pss, client.UnsafeDisableDeepCopy); err == nil {
 		for i := range pss.Items {
 			add("PodSet", pss.Items[i].Status.Conditions)
 		}

@@ -75,6 +75,10 @@ const (
 	warmupNS    = "bench-warmup"
 )
 
+// rssInterval is how often a side's resident memory is sampled during
+// its converge, for the file-backed part of its peak.
+const rssInterval = 100 * time.Millisecond
+
 // options are the command's flags.
 type options struct {
 	n           int
@@ -83,11 +87,13 @@ type options struct {
 	// creation), as config/default does.
 	finalizerPolicy bool
 	managerBin      string
-	fluxBin         string
-	logDir          string
-	pprofDir        string
-	pprofSeconds    int
-	timeout         time.Duration
+	// managerGOGC is the manager's GOGC ("": the environment's).
+	managerGOGC  string
+	fluxBin      string
+	logDir       string
+	pprofDir     string
+	pprofSeconds int
+	timeout      time.Duration
 }
 
 func main() {
@@ -96,6 +102,7 @@ func main() {
 	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "Install config/admission/finalizers.yaml (an overlay adds it to config/default on Kubernetes 1.36+) before the fieldops side: FieldPatches get their finalizer at creation.")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Workers of both managers: fieldops --concurrency and Flux ResourceManager.SetConcurrency (kustomize-controller's --concurrent-ssa default).")
 	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
+	flag.StringVar(&o.managerGOGC, "manager-gogc", "", "If set, the manager's GOGC (Go's garbage collector target, percent of the live heap; default 100), to measure memory against CPU.")
 	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
 	flag.StringVar(&o.logDir, "log-dir", "", "Where the managers' logs go (default: a new temporary directory, printed).")
 	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, and kube-apiserver's CPU profiles of both sides' converge, for go tool pprof.")
@@ -117,9 +124,11 @@ type sideResult struct {
 	requests requestCounts // by method, for all N
 	mgrCPU   float64       // seconds
 	cpCPU    float64       // kube-apiserver + etcd, seconds
-	peakRSS  int64         // KiB
-	rssAnon  int64         // KiB, at the end of the converge
-	rssFile  int64         // KiB, at the end of the converge
+	peakRSS  int64         // KiB, VmHWM
+	peak     rssSample     // the largest sample during the converge, with its split
+	before   rssSample     // just before the converge
+	after    rssSample     // at the end of the converge
+	heap     heapStats     // the Go heap after the converge (fieldops only)
 	applied  int           // Deployments carrying the env var afterwards
 	flux     *fluxResult
 }
@@ -211,7 +220,9 @@ func run(o options) (*result, error) {
 	}
 	// The apiserver and etcd of the fieldops side hold no Deployment of
 	// the Flux side.
-	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(fluxNS)); err != nil {
+	if err := b.deleteEach(ctx, o.n, func(i int) client.Object {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: fmt.Sprintf("bench-%d", i)}}
+	}); err != nil {
 		return nil, err
 	}
 	if o.finalizerPolicy {
@@ -335,10 +346,17 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if b.o.pprofDir != "" {
 		profile.Go(func() { b.profileAPIServer("apiserver-flux-converge-cpu.pb.gz") })
 	}
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+	if r.before, err = readRSS(pid); err != nil {
 		return r, err
 	}
-	if !lines.Scan() {
+	peak := watchRSS(pid, rssInterval)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		peak.stop()
+		return r, err
+	}
+	ok := lines.Scan()
+	r.peak = peak.stop()
+	if !ok {
 		return r, fmt.Errorf("flux side exited during ApplyAll (see %s)", logf.Name())
 	}
 	var fr fluxResult
@@ -359,7 +377,7 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
 		return r, err
 	}
-	if r.rssAnon, r.rssFile, err = rssSplitKiB(pid); err != nil {
+	if r.after, err = readRSS(pid); err != nil {
 		return r, err
 	}
 	r.wall = time.Duration(fr.WallSeconds * float64(time.Second))
@@ -421,6 +439,9 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 		return nil, err
 	}
 	m.cmd = exec.Command(b.o.managerBin, args...)
+	if b.o.managerGOGC != "" {
+		m.cmd.Env = append(os.Environ(), "GOGC="+b.o.managerGOGC)
+	}
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -532,17 +553,24 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		})
 		profile.Go(func() { b.profileAPIServer("apiserver-fieldops-converge-cpu.pb.gz") })
 	}
+	if r.before, err = readRSS(pid); err != nil {
+		return r, h, err
+	}
+	peak := watchRSS(pid, rssInterval)
 	start := time.Now()
 	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
+		peak.stop()
 		return r, h, err
 	}
 	n := b.o.n
 	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
 	if err != nil {
+		peak.stop()
 		return r, h, err
 	}
 	r.wall = done.Sub(start)
 	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
+	r.peak = peak.stop()
 	if err != nil {
 		return r, h, err
 	}
@@ -557,7 +585,10 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
 		return r, h, err
 	}
-	if r.rssAnon, r.rssFile, err = rssSplitKiB(pid); err != nil {
+	if r.after, err = readRSS(pid); err != nil {
+		return r, h, err
+	}
+	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
 		return r, h, err
 	}
 	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
@@ -585,7 +616,7 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		return r, h, err
 	}
 	start = time.Now()
-	if err := b.c.DeleteAllOf(ctx, &v1alpha1.FieldPatch{}, client.InNamespace(fieldopsNS)); err != nil {
+	if err := b.deleteEach(ctx, n, func(i int) client.Object { return fieldPatch(fieldopsNS, i) }); err != nil {
 		return r, h, err
 	}
 	if done, err = t.wait(ctx, func(ready, present int) bool { return present == 0 }); err != nil {
@@ -604,6 +635,14 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
 	h.left, err = b.countApplied(ctx, fieldopsNS)
 	return r, h, err
+}
+
+// deleteEach deletes obj(0) … obj(n-1), 8 at a time, as they were
+// created: one DeleteCollection of many objects runs one deletion after
+// another in the apiserver and outlasts its request timeout (10000
+// FieldPatches with finalizers do).
+func (b *bench) deleteEach(ctx context.Context, n int, obj func(i int) client.Object) error {
+	return parallel(n, 8, func(i int) error { return b.c.Delete(ctx, obj(i)) })
 }
 
 // profileAPIServer saves a CPU profile of kube-apiserver (-pprof-seconds

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
@@ -142,4 +143,57 @@ func cpuOf(pids ...int) (float64, error) {
 		sum += c
 	}
 	return sum, nil
+}
+
+// rssSample is one reading of a process's resident memory, in KiB: its
+// anonymous pages (RssAnon: heap, stacks, the Go runtime's own) and its
+// pages of mapped files (RssFile: mostly its own binary), from
+// /proc/<pid>/status.
+type rssSample struct{ anon, file int64 }
+
+func (s rssSample) total() int64 { return s.anon + s.file }
+
+func readRSS(pid int) (rssSample, error) {
+	anon, file, err := rssSplitKiB(pid)
+	return rssSample{anon: anon, file: file}, err
+}
+
+// rssPeak samples a process's resident memory every interval until stop
+// is called, and keeps the sample with the largest total: VmHWM gives the
+// peak's size but not how much of it is file-backed.
+type rssPeak struct {
+	pid  int
+	done chan struct{}
+	out  chan rssSample
+}
+
+// watchRSS starts sampling pid every interval.
+func watchRSS(pid int, interval time.Duration) *rssPeak {
+	p := &rssPeak{pid: pid, done: make(chan struct{}), out: make(chan rssSample, 1)}
+	go func() {
+		var peak rssSample
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			if s, err := readRSS(pid); err == nil && s.total() > peak.total() {
+				peak = s
+			}
+			select {
+			case <-p.done:
+				if s, err := readRSS(pid); err == nil && s.total() > peak.total() {
+					peak = s
+				}
+				p.out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+// stop ends the sampling (after one last sample) and returns the peak.
+func (p *rssPeak) stop() rssSample {
+	close(p.done)
+	return <-p.out
 }

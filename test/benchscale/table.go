@@ -41,6 +41,12 @@ func ratio(fieldops, flux float64) string {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
+// msPer is d per object, in milliseconds: what compares converges of
+// different N.
+func msPer(d time.Duration, n int) string {
+	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000/float64(n))
+}
+
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // print writes the side-by-side table, the hand-back line and the row of
@@ -50,10 +56,14 @@ func (r *result) print(w io.Writer) {
 	fx, fo, h := r.flux, r.fieldops, r.handBack
 	fmt.Fprintf(w, "\nbench-scale: N=%d Deployments owned by %q, one env var added to each; %d CPUs; workers %d per manager\n",
 		n, helmManager, runtime.NumCPU(), r.o.concurrency)
+	if r.o.managerGOGC != "" {
+		fmt.Fprintf(w, "fieldops manager run with GOGC=%s\n", r.o.managerGOGC)
+	}
 	fmt.Fprintf(w, "Flux: fluxcd/pkg/ssa ResourceManager.ApplyAll (actions %v, %d dry-run requests); fieldops: manager binary, N FieldPatches. Logs: %s\n\n", fx.flux.Actions, fx.flux.DryRun, r.logDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tFlux ssa ApplyAll\tfieldops\tfieldops/Flux")
 	fmt.Fprintf(tw, "converge wall\t%s\t%s\t%s\n", secs(fx.wall), secs(fo.wall), ratio(fo.wall.Seconds(), fx.wall.Seconds()))
+	fmt.Fprintf(tw, "  per object\t%s\t%s\t\n", msPer(fx.wall, n), msPer(fo.wall, n))
 	fxTotal, fxBy := perObject(fx.requests, n)
 	foTotal, foBy := perObject(fo.requests, n)
 	fmt.Fprintf(tw, "requests per object\t%s\t%s\t%s\n", fxTotal, foTotal, ratio(fo.requests.total(), fx.requests.total()))
@@ -62,7 +72,11 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(tw, "manager CPU\t%.2f s\t%.2f s\t%s\n", fx.mgrCPU, fo.mgrCPU, ratio(fo.mgrCPU, fx.mgrCPU))
 	fmt.Fprintf(tw, "apiserver+etcd CPU\t%.2f s\t%.2f s\t%s\n", fx.cpCPU, fo.cpCPU, ratio(fo.cpCPU, fx.cpCPU))
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), ratio(float64(fo.peakRSS), float64(fx.peakRSS)))
-	fmt.Fprintf(tw, "  RSS after, anon + file\t%.0f + %.0f MiB\t%.0f + %.0f MiB\t\n", mib(fx.rssAnon), mib(fx.rssFile), mib(fo.rssAnon), mib(fo.rssFile))
+	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t\n", split(fx.peak), split(fo.peak))
+	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s (anon)\n", split(fx.after), split(fo.after), ratio(float64(fo.after.anon), float64(fx.after.anon)))
+	fmt.Fprintf(tw, "  anon growth per object\t%s\t%s\t\n", growth(fx, n), growth(fo, n))
+	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20))
+	fmt.Fprintf(tw, "  free resident, stacks, next GC\t–\t%.1f, %.1f, %.1f MiB\t\n", (fo.heap.idle-fo.heap.released)/(1<<20), fo.heap.stacks/(1<<20), fo.heap.nextGC/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
 	_ = tw.Flush()
 	hTotal, hBy := perObject(h.requests, n)
@@ -73,4 +87,18 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(w, "| %d | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB | %s, %s req/object |\n",
 		n, fx.wall.Seconds(), fo.wall.Seconds(), ratio(fo.wall.Seconds(), fx.wall.Seconds()), fxTotal, foTotal,
 		ratio(fo.mgrCPU, fx.mgrCPU), ratio(fo.cpCPU, fx.cpCPU), mib(fx.peakRSS), mib(fo.peakRSS), secs(h.wall), hTotal)
+	fmt.Fprintf(w, "\n| N | RssAnon after: Flux / fieldops | anon growth per object: Flux / fieldops | peak RSS, anon + file: Flux / fieldops | RssFile after: Flux / fieldops | fieldops Go heap after, alloc / in use |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| %d | %.1f / %.1f MiB (%s) | %s / %s | %s / %s | %.1f / %.1f MiB | %.1f / %.1f MiB |\n",
+		n, mib(fx.after.anon), mib(fo.after.anon), ratio(float64(fo.after.anon), float64(fx.after.anon)), growth(fx, n), growth(fo, n),
+		split(fx.peak), split(fo.peak), mib(fx.after.file), mib(fo.after.file), fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20))
+}
+
+// split formats a sample as anonymous + file-backed MiB.
+func split(s rssSample) string { return fmt.Sprintf("%.1f + %.1f MiB", mib(s.anon), mib(s.file)) }
+
+// growth is a side's anonymous memory after its converge less before it,
+// per object, in KiB.
+func growth(r sideResult, n int) string {
+	return fmt.Sprintf("%.1f KiB", float64(r.after.anon-r.before.anon)/float64(n))
 }

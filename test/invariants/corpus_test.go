@@ -46,6 +46,7 @@ var corpus = []struct {
 	{41189, 12, false, true}, {8300262, 12, false, true},
 	{1000008, 16, true, false}, {1000055, 16, true, false}, {2000088, 16, true, false}, {3000127, 16, true, false},
 	{5000069, 16, true, false}, {6000139, 16, true, false}, {6100231, 16, true, false},
+	{1200072, 12, true, true},
 }
 
 // TestRegressionCorpus runs the corpus against the local control plane on

@@ -18,9 +18,9 @@ Licensed under the Apache License, Version 2.0.
 // the namespace instead (see group): one request in all instead of one
 // per object, and no per-watch goroutines and buffers (1000
 // single-object watches cost about 100 KiB each). That watch holds every
-// object of the kind in the namespace, each as its compact JSON (about a
-// third of its decoded size), so an object that joins later is read
-// without a request. Secrets are never shared: a namespace's Secrets stay
+// object of the kind in the namespace, each as its JSON compressed (about
+// a seventh of its decoded size, see rawObject), so an object that joins
+// later is read without a request. Secrets are never shared: a namespace's Secrets stay
 // out of the manager's memory whatever the number of patched ones (issue
 // 16).
 //
@@ -337,6 +337,18 @@ func (c *Cache) Stats() Stats {
 		s.Held += g.len()
 	}
 	return s
+}
+
+// HeldBytes is the size of what the shared watches hold of their objects:
+// the sum of each one's compressed JSON (see rawObject), in bytes.
+func (c *Cache) HeldBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, g := range c.groups {
+		n += g.bytes()
+	}
+	return n
 }
 
 // Watched reports whether t is watched.

@@ -35,8 +35,8 @@ func (sc scope) String() string {
 }
 
 // record is one object held by a shared watch: its UID, its
-// resourceVersion and its JSON as the apiserver sent it. A read decodes a
-// new copy from the JSON.
+// resourceVersion and its JSON as the apiserver sent it, compressed (see
+// rawObject). A read decodes a new copy from the JSON.
 type record struct {
 	uid types.UID
 	rv  string
@@ -185,6 +185,17 @@ func (g *group) len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.objs)
+}
+
+// bytes is the size of the compressed JSON of the objects g holds.
+func (g *group) bytes() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, r := range g.objs {
+		n += len(r.raw)
+	}
+	return n
 }
 
 // read returns a new copy of e's object, waiting up to timeout for g's

@@ -8,6 +8,7 @@ package targetcache_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -442,4 +444,52 @@ func TestSharedWatchDrift(t *testing.T) {
 		kit.DeleteAndWait(t, fp)
 	}
 	waitStats(t, targetcache.Stats{})
+}
+
+// A shared watch holds its objects compressed (what a target costs the
+// manager while it is patched): less than half the size of their JSON,
+// and every read is the object the apiserver serves.
+func TestSharedWatchHoldsCompressedJSON(t *testing.T) {
+	ns := kit.Namespace(t, "shared-bytes")
+	const n = 12
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("cm-%d", i)
+		kit.ApplyAs(t, "helm", fmt.Sprintf(`
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {app.kubernetes.io/name: %[1]s, app.kubernetes.io/instance: bench, app.kubernetes.io/managed-by: Helm, helm.sh/chart: bench-1.0.0}
+  annotations: {meta.helm.sh/release-name: bench, meta.helm.sh/release-namespace: %[2]s}
+data: {LOG_LEVEL: info, PORT: "8080", LISTEN_ADDRESS: "0.0.0.0:8080", METRICS_ADDRESS: "0.0.0.0:9090", NAME: %[1]s}
+`, names[i], ns))
+	}
+	c := newTestCache(t, ns, 2, "")
+	c.acquire(t, targetcache.Ref{Sink: &told{}, Referrer: types.NamespacedName{Namespace: ns, Name: "p"}}, names...)
+	c.waitStats(t, targetcache.Stats{Watches: n, Objects: n, Refs: n, Shared: 1, Held: n})
+	jsonBytes := 0
+	for _, name := range names {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(configMapGVK)
+		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, live); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(live.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonBytes += len(b)
+		got, err := c.read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got.Object, live.Object) {
+			t.Errorf("%s read from the shared watch:\n%v\nlive:\n%v", name, got.Object, live.Object)
+		}
+	}
+	if held := c.HeldBytes(); held == 0 || 2*held > jsonBytes {
+		t.Errorf("the shared watch holds %d bytes for %d bytes of JSON, want less than half", held, jsonBytes)
+	}
 }

@@ -319,9 +319,12 @@ func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	}
 }
 
+// requests are the List items whose Index holds key. Only their names are
+// read: the cache lends its own objects (client.UnsafeDisableDeepCopy)
+// rather than copying each referrer on every event of its target.
 func (w *Watches) requests(ctx context.Context, key string) []reconcile.Request {
 	l := w.list.DeepCopyObject().(client.ObjectList)
-	if err := w.reader.List(ctx, l, client.MatchingFields{w.index: key}); err != nil {
+	if err := w.reader.List(ctx, l, client.MatchingFields{w.index: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
