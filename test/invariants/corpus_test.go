@@ -27,7 +27,9 @@ import (
 // 7800120, 32120 and 32173 (a Yield patch on a field deep in a list item
 // applied the item's emptied map as null, owned it, released it and
 // applied it again, in a loop), 41189 and 8300262 (the checker, not
-// fieldops: see "The record follows the apiserver" in doc.go).
+// fieldops: see "The record follows the apiserver" in doc.go), and fault
+// seed 1200072 (a deletion whose follow-up write failed left the Update
+// entry the apiserver records for a field it defaulted again).
 var corpus = []struct {
 	seed    int64
 	steps   int
