@@ -14,6 +14,7 @@ COPY feature/ feature/
 COPY internal/accountwebhook/ internal/accountwebhook/
 COPY internal/conflicts/ internal/conflicts/
 COPY internal/inputlimits/ internal/inputlimits/
+COPY internal/logcap/ internal/logcap/
 COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/
 COPY internal/scheme/ internal/scheme/
