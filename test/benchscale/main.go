@@ -88,6 +88,8 @@ type options struct {
 	pprofDir        string
 	pprofSeconds    int
 	timeout         time.Duration
+	// shards, when positive, adds the sharded run (shards.go).
+	shards int
 }
 
 func main() {
@@ -101,6 +103,7 @@ func main() {
 	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, and kube-apiserver's CPU profiles of both sides' converge, for go tool pprof.")
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 20, "Length of the CPU profile with -pprof-dir.")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
+	flag.IntVar(&o.shards, "shards", 0, "If positive, after the one-manager run: the same N FieldPatches over this many manager processes, each with --watch-label-selector="+v1alpha1.ShardLabel+"=shard-<i>, FieldPatch i labelled shard-<i mod shards> (converge only, no hand-back).")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	r, err := run(o)
@@ -109,6 +112,7 @@ func main() {
 		os.Exit(1)
 	}
 	r.print(os.Stdout)
+	r.printShards(os.Stdout)
 }
 
 // sideResult is one side's converge.
@@ -122,6 +126,9 @@ type sideResult struct {
 	rssFile  int64         // KiB, at the end of the converge
 	applied  int           // Deployments carrying the env var afterwards
 	flux     *fluxResult
+	// afterCreates is the manager side of the converge (fieldops): from
+	// the last FieldPatch created until all are Ready.
+	afterCreates time.Duration
 }
 
 // handBack is the fieldops hand-back of all N FieldPatches.
@@ -139,6 +146,7 @@ type result struct {
 	flux     sideResult
 	fieldops sideResult
 	handBack handBack
+	sharded  *shardedResult // with -shards
 	logDir   string
 }
 
@@ -221,6 +229,11 @@ func run(o options) (*result, error) {
 	}
 	if res.fieldops, res.handBack, err = b.runFieldops(ctx); err != nil {
 		return nil, fmt.Errorf("fieldops side: %w", err)
+	}
+	if o.shards > 0 {
+		if res.sharded, err = b.runSharded(ctx); err != nil {
+			return nil, fmt.Errorf("sharded fieldops side: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -392,6 +405,13 @@ type manager struct {
 }
 
 func (b *bench) startManager(ctx context.Context) (*manager, error) {
+	return b.startManagerWith(ctx, "manager.log")
+}
+
+// startManagerWith starts the manager with extra flags after the usual
+// ones, logging to logName in the log directory, and waits until it is
+// ready.
+func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...string) (*manager, error) {
 	metricsAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -407,6 +427,7 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 	args := []string{"--kubeconfig", b.kubeconfig, "--concurrency", strconv.Itoa(b.o.concurrency),
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr,
 		"--manager-rights-namespaces=*"}
+	args = append(args, extra...)
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics"}
 	if b.o.pprofDir != "" {
 		pprofAddr, err := freeAddr()
@@ -416,7 +437,7 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 		m.pprofURL = "http://" + pprofAddr + "/debug/pprof/"
 	}
-	logf, err := os.Create(filepath.Join(b.logDir, "manager.log"))
+	logf, err := os.Create(filepath.Join(b.logDir, logName))
 	if err != nil {
 		return nil, err
 	}
@@ -536,12 +557,13 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
 		return r, h, err
 	}
+	created := time.Now()
 	n := b.o.n
 	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
 	if err != nil {
 		return r, h, err
 	}
-	r.wall = done.Sub(start)
+	r.wall, r.afterCreates = done.Sub(start), done.Sub(created)
 	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
 	if err != nil {
 		return r, h, err
