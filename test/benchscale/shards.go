@@ -18,7 +18,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 )
@@ -81,8 +81,11 @@ type shardedResult struct {
 func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 	s, n := b.o.shards, b.o.n
 	// As between the Flux and fieldops sides: the apiserver and etcd of
-	// this run hold no Deployment of the one before.
-	if err := b.c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(fieldopsNS)); err != nil {
+	// this run hold no Deployment of the one before (one delete each: a
+	// deletecollection of 10000 may outlast the request deadline).
+	if err := parallel(n, 8, func(i int) error {
+		return b.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fieldopsNS, Name: fmt.Sprintf("bench-%d", i)}})
+	}); err != nil {
 		return nil, err
 	}
 	if err := b.createDeployments(ctx, shardsNS, n); err != nil {
