@@ -88,8 +88,10 @@ type options struct {
 	pprofDir        string
 	pprofSeconds    int
 	timeout         time.Duration
-	// shards, when positive, adds the sharded run (shards.go).
-	shards int
+	// shards, when positive, adds the sharded run (shards.go), with
+	// FieldPatches placed by shardLayout.
+	shards      int
+	shardLayout string
 }
 
 func main() {
@@ -104,6 +106,7 @@ func main() {
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 20, "Length of the CPU profile with -pprof-dir.")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.IntVar(&o.shards, "shards", 0, "If positive, after the one-manager run: the same N FieldPatches over this many manager processes, each with --watch-label-selector="+v1alpha1.ShardLabel+"=shard-<i>, FieldPatch i labelled shard-<i mod shards> (converge only, no hand-back).")
+	flag.StringVar(&o.shardLayout, "shard-layout", layoutMod, "With -shards: "+layoutMod+" puts all N FieldPatches and Deployments in one namespace; "+layoutNamespace+" puts FieldPatch i and its Deployment in namespace "+shardsNS+"-<i mod shards>, so that each shard's targets have a namespace of their own.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	r, err := run(o)
@@ -606,11 +609,8 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if cp0, err = cpuOf(b.cpPIDs...); err != nil {
 		return r, h, err
 	}
-	// One delete per FieldPatch from 8 workers, as they were created: a
-	// deletecollection of 10000 FieldPatches outlasts kube-apiserver's
-	// request deadline (--request-timeout, 60 s).
 	start = time.Now()
-	if err := parallel(n, 8, func(i int) error { return b.c.Delete(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
+	if err := b.deleteFieldPatches(ctx, fieldopsNS, n); err != nil {
 		return r, h, err
 	}
 	if done, err = t.wait(ctx, func(ready, present int) bool { return present == 0 }); err != nil {

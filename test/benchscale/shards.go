@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 )
@@ -39,10 +40,49 @@ func shardSelector(i int) string { return v1alpha1.ShardLabel + "=" + shardKey(i
 // shardOf is the shard of FieldPatch i among s shards.
 func shardOf(i, s int) int { return i % s }
 
-// shardedFieldPatch is fieldPatch(ns, i) labelled for shard i mod s.
-func shardedFieldPatch(ns string, i, s int) *v1alpha1.FieldPatch {
-	fp := fieldPatch(ns, i)
-	fp.Labels = map[string]string{v1alpha1.ShardLabel: shardKey(shardOf(i, s))}
+// Layouts of the sharded run (-shard-layout): where FieldPatch i and its
+// Deployment go.
+const (
+	// layoutMod puts all N in one namespace, FieldPatch i on shard
+	// i mod S: every shard's targets share one namespace.
+	layoutMod = "mod"
+	// layoutNamespace puts FieldPatch i and its Deployment in the
+	// namespace of shard i mod S, bench-shards-<i mod S>: each shard's
+	// targets have a namespace of their own.
+	layoutNamespace = "namespace"
+)
+
+// placement is where FieldPatch i of the sharded run and its Deployment
+// go under layout: the namespace, and the index of both names
+// (bench-<index>), counting from 0 in each namespace.
+func placement(layout string, i, s int) (ns string, index int) {
+	if layout == layoutNamespace {
+		return fmt.Sprintf("%s-%d", shardsNS, shardOf(i, s)), i / s
+	}
+	return shardsNS, i
+}
+
+// namespaceSizes is how many of the N FieldPatches (and Deployments) each
+// namespace of the sharded run holds, by namespace.
+func namespaceSizes(layout string, n, s int) map[string]int {
+	sizes := map[string]int{}
+	for i := range n {
+		ns, _ := placement(layout, i, s)
+		sizes[ns]++
+	}
+	return sizes
+}
+
+// shardedFieldPatch is FieldPatch i of the sharded run, placed by layout
+// and labelled for shard i mod s.
+func shardedFieldPatch(layout string, i, s int) *v1alpha1.FieldPatch {
+	ns, index := placement(layout, i, s)
+	return onShard(fieldPatch(ns, index), shardOf(i, s))
+}
+
+// onShard labels fp for shard i.
+func onShard(fp *v1alpha1.FieldPatch, i int) *v1alpha1.FieldPatch {
+	fp.Labels = map[string]string{v1alpha1.ShardLabel: shardKey(i)}
 	return fp
 }
 
@@ -64,6 +104,7 @@ type shardResult struct {
 // one-manager run, over len(shards) manager processes on the same
 // apiserver.
 type shardedResult struct {
+	layout       string
 	wall         time.Duration // from the first create until all Ready
 	afterCreates time.Duration // from the last create until all Ready
 	requests     requestCounts // all shards, by method
@@ -75,11 +116,15 @@ type shardedResult struct {
 // runSharded starts o.shards managers, shard i with
 // --watch-label-selector=sharding.fieldops.dev/key=shard-<i>, warms each
 // up with one FieldPatch of its shard, then creates N FieldPatches on N new
-// Deployments, FieldPatch i labelled shard-<i mod shards>, and measures as
-// runFieldops does (without the hand-back). The managers run without
+// Deployments, FieldPatch i labelled shard-<i mod shards> and placed by
+// -shard-layout, and measures as runFieldops does (without the hand-back). The managers run without
 // --leader-elect, as the one-manager run: one replica per shard, no Lease.
 func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
-	s, n := b.o.shards, b.o.n
+	s, n, layout := b.o.shards, b.o.n, b.o.shardLayout
+	if layout != layoutMod && layout != layoutNamespace {
+		return nil, fmt.Errorf("-shard-layout %q: want %s or %s", layout, layoutMod, layoutNamespace)
+	}
+	sizes := namespaceSizes(layout, n, s)
 	// As between the Flux and fieldops sides: the apiserver and etcd of
 	// this run hold no Deployment of the one before (one delete each: a
 	// deletecollection of 10000 may outlast the request deadline).
@@ -88,8 +133,10 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := b.createDeployments(ctx, shardsNS, n); err != nil {
-		return nil, err
+	for ns, size := range sizes {
+		if err := b.createDeployments(ctx, ns, size); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.createDeployments(ctx, shardsWarmupNS, s); err != nil {
 		return nil, err
@@ -113,7 +160,7 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 	warm := newTracker(b.c, shardsWarmupNS)
 	go warm.run(ctx)
 	for i := range s {
-		if err := b.c.Create(ctx, shardedFieldPatch(shardsWarmupNS, i, s)); err != nil {
+		if err := b.c.Create(ctx, onShard(fieldPatch(shardsWarmupNS, i), i)); err != nil {
 			return nil, err
 		}
 	}
@@ -129,10 +176,14 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 	}
 
 	// Converge.
-	t := newTracker(b.c, shardsNS)
-	go t.run(ctx)
-	if _, err := t.wait(ctx, func(int, int) bool { return true }); err != nil {
-		return nil, err
+	trackers := map[string]*tracker{}
+	for ns := range sizes {
+		t := newTracker(b.c, ns)
+		go t.run(ctx)
+		if _, err := t.wait(ctx, func(int, int) bool { return true }); err != nil {
+			return nil, err
+		}
+		trackers[ns] = t
 	}
 	cpu0 := make([]float64, s)
 	for i, m := range ms {
@@ -146,15 +197,24 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if err := parallel(n, 8, func(i int) error { return b.c.Create(ctx, shardedFieldPatch(shardsNS, i, s)) }); err != nil {
+	if err := parallel(n, 8, func(i int) error { return b.c.Create(ctx, shardedFieldPatch(layout, i, s)) }); err != nil {
 		return nil, err
 	}
 	created := time.Now()
-	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
-	if err != nil {
-		return nil, err
+	// The last namespace to be all Ready; each wait returns when it sees
+	// its own condition hold, at the latest 50 ms after the last one.
+	var done time.Time
+	for ns, t := range trackers {
+		size := sizes[ns]
+		at, err := t.wait(ctx, func(ready, present int) bool { return ready == size })
+		if err != nil {
+			return nil, err
+		}
+		if at.After(done) {
+			done = at
+		}
 	}
-	r := &shardedResult{wall: done.Sub(start), afterCreates: done.Sub(created), requests: requestCounts{}, shards: make([]shardResult, s)}
+	r := &shardedResult{layout: layout, wall: done.Sub(start), afterCreates: done.Sub(created), requests: requestCounts{}, shards: make([]shardResult, s)}
 	for i, m := range ms {
 		after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
 		if err != nil {
@@ -187,8 +247,30 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 		return nil, err
 	}
 	r.cpCPU = cp1 - cp0
-	r.applied, err = b.countApplied(ctx, shardsNS)
-	return r, err
+	for ns := range sizes {
+		applied, err := b.countApplied(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		r.applied += applied
+	}
+	return r, nil
+}
+
+// deleteCollectionMax is the most FieldPatches the hand-back deletes with
+// one deletecollection request, as every run up to N=3000 measured it: a
+// deletecollection of 10000 FieldPatches outlasts kube-apiserver's request
+// deadline (--request-timeout, 60 s).
+const deleteCollectionMax = 3000
+
+// deleteFieldPatches deletes FieldPatches bench-0 … bench-<n-1> of ns: with
+// one deletecollection up to deleteCollectionMax, else one delete each
+// from 8 workers, as they were created.
+func (b *bench) deleteFieldPatches(ctx context.Context, ns string, n int) error {
+	if n <= deleteCollectionMax {
+		return b.c.DeleteAllOf(ctx, &v1alpha1.FieldPatch{}, client.InNamespace(ns))
+	}
+	return parallel(n, 8, func(i int) error { return b.c.Delete(ctx, fieldPatch(ns, i)) })
 }
 
 // scrapeObjects sums fieldops_objects{kind=kind} (every ready, stalled
@@ -238,8 +320,12 @@ func (r *result) printShards(w io.Writer) {
 		return
 	}
 	s := len(sh.shards)
-	fmt.Fprintf(w, "\nsharded: %d managers on the same apiserver, shard i with --watch-label-selector=%s=shard-<i>, FieldPatch i on shard i mod %d; %d workers each\n\n",
-		s, v1alpha1.ShardLabel, s, r.o.concurrency)
+	where := fmt.Sprintf("all in namespace %s", shardsNS)
+	if sh.layout == layoutNamespace {
+		where = fmt.Sprintf("with its Deployment in namespace %s-<i mod %d>", shardsNS, s)
+	}
+	fmt.Fprintf(w, "\nsharded: %d managers on the same apiserver, shard i with --watch-label-selector=%s=shard-<i>, FieldPatch i on shard i mod %d, %s (-shard-layout=%s); %d workers each\n\n",
+		s, v1alpha1.ShardLabel, s, where, sh.layout, r.o.concurrency)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\tone manager\t%d shards\tshards/one\n", s)
 	fmt.Fprintf(tw, "converge wall\t%s\t%s\t%s\n", secs(fo.wall), secs(sh.wall), ratio(sh.wall.Seconds(), fo.wall.Seconds()))
@@ -276,8 +362,8 @@ func (r *result) printShards(w io.Writer) {
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(w, "| %d, one manager | %.1f s (%.2f ms) | %.1f s | %s | %.2f s | %.2f s | %.0f MiB | %.1f / %.1f MiB |\n",
 		n, fo.wall.Seconds(), perFieldPatchMS(fo.wall, n), fo.afterCreates.Seconds(), foTotal, fo.mgrCPU, fo.cpCPU, mib(fo.peakRSS), mib(fo.rssAnon), mib(fo.rssFile))
-	fmt.Fprintf(w, "| %d, %d shards | %.1f s (%.2f ms) | %.1f s (%s) | %s | %.2f s (sum) | %.2f s | %.0f–%.0f MiB | %.1f–%.1f / %.1f–%.1f MiB |\n",
-		n, s, sh.wall.Seconds(), perFieldPatchMS(sh.wall, n), sh.afterCreates.Seconds(), ratio(sh.afterCreates.Seconds(), fo.afterCreates.Seconds()),
+	fmt.Fprintf(w, "| %d, %d shards (%s) | %.1f s (%.2f ms) | %.1f s (%s) | %s | %.2f s (sum) | %.2f s | %.0f–%.0f MiB | %.1f–%.1f / %.1f–%.1f MiB |\n",
+		n, s, sh.layout, sh.wall.Seconds(), perFieldPatchMS(sh.wall, n), sh.afterCreates.Seconds(), ratio(sh.afterCreates.Seconds(), fo.afterCreates.Seconds()),
 		shTotal, cpu, sh.cpCPU, mib(minOf(sh.shards, func(x shardResult) int64 { return x.peakRSS })), mib(maxOf(sh.shards, func(x shardResult) int64 { return x.peakRSS })),
 		mib(minOf(sh.shards, func(x shardResult) int64 { return x.rssAnon })), mib(maxOf(sh.shards, func(x shardResult) int64 { return x.rssAnon })),
 		mib(minOf(sh.shards, func(x shardResult) int64 { return x.rssFile })), mib(maxOf(sh.shards, func(x shardResult) int64 { return x.rssFile })))

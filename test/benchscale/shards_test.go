@@ -22,25 +22,74 @@ import (
 )
 
 // TestShardedFieldPatch: FieldPatch i carries the label that the
-// selector of shard i mod s matches, and no other shard's selector does.
+// selector of shard i mod s matches, and no other shard's selector does,
+// in both layouts.
 func TestShardedFieldPatch(t *testing.T) {
 	for _, tc := range []struct{ i, s, want int }{
 		{0, 4, 0}, {1, 4, 1}, {3, 4, 3}, {4, 4, 0}, {9999, 4, 3}, {7, 1, 0}, {5, 2, 1},
 	} {
-		fp := shardedFieldPatch("ns", tc.i, tc.s)
-		for shard := range tc.s {
-			sel, err := labels.Parse(shardSelector(shard))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := sel.Matches(labels.Set(fp.Labels)); got != (shard == tc.want) {
-				t.Errorf("FieldPatch %d of %d shards, labels %v: selector %q matches %v, want %v", tc.i, tc.s, fp.Labels, sel, got, shard == tc.want)
+		for _, layout := range []string{layoutMod, layoutNamespace} {
+			fp := shardedFieldPatch(layout, tc.i, tc.s)
+			for shard := range tc.s {
+				sel, err := labels.Parse(shardSelector(shard))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := sel.Matches(labels.Set(fp.Labels)); got != (shard == tc.want) {
+					t.Errorf("%s layout, FieldPatch %d of %d shards, labels %v: selector %q matches %v, want %v", layout, tc.i, tc.s, fp.Labels, sel, got, shard == tc.want)
+				}
 			}
 		}
 	}
 }
 
-// TestSmokeShards runs the whole benchmark with N=6 and 2 shards: each
+// TestPlacement: each layout puts FieldPatch i and its Deployment
+// (bench-<index> in one namespace) where no other FieldPatch is, the
+// indexes of each namespace run from 0 to its size - 1 (what
+// createDeployments creates), and the namespace layout gives each shard a
+// namespace of its own.
+func TestPlacement(t *testing.T) {
+	const n, s = 10, 4
+	for _, layout := range []string{layoutMod, layoutNamespace} {
+		sizes := namespaceSizes(layout, n, s)
+		seen := map[string]bool{}
+		shardOfNS := map[string]int{}
+		for i := range n {
+			fp := shardedFieldPatch(layout, i, s)
+			key := fp.Namespace + "/" + fp.Name
+			if seen[key] {
+				t.Errorf("%s layout: FieldPatch %d at %s, taken", layout, i, key)
+			}
+			seen[key] = true
+			if fp.Spec.Target.Name != fp.Name {
+				t.Errorf("%s layout: FieldPatch %s targets %s", layout, key, fp.Spec.Target.Name)
+			}
+			ns, index := placement(layout, i, s)
+			if index < 0 || index >= sizes[ns] {
+				t.Errorf("%s layout: FieldPatch %d at index %d of %s, which holds %d", layout, i, index, ns, sizes[ns])
+			}
+			if layout == layoutNamespace {
+				if other, ok := shardOfNS[ns]; ok && other != shardOf(i, s) {
+					t.Errorf("namespace layout: %s holds shards %d and %d", ns, other, shardOf(i, s))
+				}
+				shardOfNS[ns] = shardOf(i, s)
+			}
+		}
+		total := 0
+		for _, size := range sizes {
+			total += size
+		}
+		if total != n {
+			t.Errorf("%s layout: namespace sizes %v add up to %d, want %d", layout, sizes, total, n)
+		}
+		if want := map[string]int{layoutMod: 1, layoutNamespace: s}[layout]; len(sizes) != want {
+			t.Errorf("%s layout: %d namespaces %v, want %d", layout, len(sizes), sizes, want)
+		}
+	}
+}
+
+// TestSmokeShards runs the whole benchmark with N=6 and 2 shards (each
+// shard's FieldPatches and targets in a namespace of their own): each
 // shard's manager caches exactly its share of the FieldPatches (3, and its
 // warm-up one), reconciles them, elects on a Lease of its own (its log's
 // "shard" line), and every Deployment gets the env var. Timings are
@@ -63,7 +112,7 @@ func TestSmokeShards(t *testing.T) {
 		return filepath.Join(dir, out)
 	}
 	const n, shards = 6, 2
-	r, err := run(options{n: n, concurrency: 2, shards: shards, managerBin: build("cmd/manager", "manager"),
+	r, err := run(options{n: n, concurrency: 2, shards: shards, shardLayout: layoutNamespace, managerBin: build("cmd/manager", "manager"),
 		fluxBin: build("test/benchscale/flux", "flux"), logDir: dir, timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
