@@ -26,6 +26,11 @@ Licensed under the Apache License, Version 2.0.
 // requests per object). It prints one table with both sides and the ratios
 // fieldops/Flux. Timings are printed, never asserted: they depend on the
 // machine and what else runs on it.
+//
+// With -shards S (make bench-scale SHARDS=4), the same N FieldPatches then
+// run over S manager processes on the same apiserver (shards.go), beside
+// the one-manager run: the manager side of the converge (from the last
+// create until all are Ready), and each shard's CPU and memory.
 package main
 
 import (
