@@ -26,6 +26,11 @@ Licensed under the Apache License, Version 2.0.
 // requests per object). It prints one table with both sides and the ratios
 // fieldops/Flux. Timings are printed, never asserted: they depend on the
 // machine and what else runs on it.
+//
+// With -shards S (make bench-scale SHARDS=4), the same N FieldPatches then
+// run over S manager processes on the same apiserver (shards.go), beside
+// the one-manager run: the manager side of the converge (from the last
+// create until all are Ready), and each shard's CPU and memory.
 package main
 
 import (
@@ -94,6 +99,10 @@ type options struct {
 	pprofDir     string
 	pprofSeconds int
 	timeout      time.Duration
+	// shards, when positive, adds the sharded run (shards.go), with
+	// FieldPatches placed by shardLayout.
+	shards      int
+	shardLayout string
 }
 
 func main() {
@@ -108,6 +117,8 @@ func main() {
 	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, and kube-apiserver's CPU profiles of both sides' converge, for go tool pprof.")
 	flag.IntVar(&o.pprofSeconds, "pprof-seconds", 20, "Length of the CPU profile with -pprof-dir.")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
+	flag.IntVar(&o.shards, "shards", 0, "If positive, after the one-manager run: the same N FieldPatches over this many manager processes, each with --watch-label-selector="+v1alpha1.ShardLabel+"=shard-<i>, FieldPatch i labelled shard-<i mod shards> (converge only, no hand-back).")
+	flag.StringVar(&o.shardLayout, "shard-layout", layoutMod, "With -shards: "+layoutMod+" puts all N FieldPatches and Deployments in one namespace; "+layoutNamespace+" puts FieldPatch i and its Deployment in namespace "+shardsNS+"-<i mod shards>, so that each shard's targets have a namespace of their own.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	r, err := run(o)
@@ -116,6 +127,7 @@ func main() {
 		os.Exit(1)
 	}
 	r.print(os.Stdout)
+	r.printShards(os.Stdout)
 }
 
 // sideResult is one side's converge.
@@ -131,6 +143,9 @@ type sideResult struct {
 	heap     heapStats     // the Go heap after the converge (fieldops only)
 	applied  int           // Deployments carrying the env var afterwards
 	flux     *fluxResult
+	// afterCreates is the manager side of the converge (fieldops): from
+	// the last FieldPatch created until all are Ready.
+	afterCreates time.Duration
 }
 
 // handBack is the fieldops hand-back of all N FieldPatches.
@@ -148,6 +163,7 @@ type result struct {
 	flux     sideResult
 	fieldops sideResult
 	handBack handBack
+	sharded  *shardedResult // with -shards
 	logDir   string
 }
 
@@ -232,6 +248,11 @@ func run(o options) (*result, error) {
 	}
 	if res.fieldops, res.handBack, err = b.runFieldops(ctx); err != nil {
 		return nil, fmt.Errorf("fieldops side: %w", err)
+	}
+	if o.shards > 0 {
+		if res.sharded, err = b.runSharded(ctx); err != nil {
+			return nil, fmt.Errorf("sharded fieldops side: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -410,6 +431,13 @@ type manager struct {
 }
 
 func (b *bench) startManager(ctx context.Context) (*manager, error) {
+	return b.startManagerWith(ctx, "manager.log")
+}
+
+// startManagerWith starts the manager with extra flags after the usual
+// ones, logging to logName in the log directory, and waits until it is
+// ready.
+func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...string) (*manager, error) {
 	metricsAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -425,6 +453,7 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 	args := []string{"--kubeconfig", b.kubeconfig, "--concurrency", strconv.Itoa(b.o.concurrency),
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr,
 		"--manager-rights-namespaces=*"}
+	args = append(args, extra...)
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics"}
 	if b.o.pprofDir != "" {
 		pprofAddr, err := freeAddr()
@@ -434,7 +463,7 @@ func (b *bench) startManager(ctx context.Context) (*manager, error) {
 		args = append(args, "--pprof-bind-address", pprofAddr)
 		m.pprofURL = "http://" + pprofAddr + "/debug/pprof/"
 	}
-	logf, err := os.Create(filepath.Join(b.logDir, "manager.log"))
+	logf, err := os.Create(filepath.Join(b.logDir, logName))
 	if err != nil {
 		return nil, err
 	}
@@ -562,13 +591,14 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		peak.stop()
 		return r, h, err
 	}
+	created := time.Now()
 	n := b.o.n
 	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
 	if err != nil {
 		peak.stop()
 		return r, h, err
 	}
-	r.wall = done.Sub(start)
+	r.wall, r.afterCreates = done.Sub(start), done.Sub(created)
 	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
 	r.peak = peak.stop()
 	if err != nil {
