@@ -178,6 +178,9 @@ func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners owner
 // stays as it is. It returns the record as saved (or as stored, when
 // nothing was written).
 func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+	if sh := r.shadowOf(p.obj); sh != nil {
+		return r.saveShadowRecord(sh, p, owners, present, change)
+	}
 	uid := p.uid()
 	fresh := r.newObject()
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {
