@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 )
@@ -163,4 +164,234 @@ spec:
 			t.Errorf("%s after deletion: a fieldops entry is left", n)
 		}
 	}
+}
+
+// Issue 31: what a selector patch costs the apiserver, counted. Adding a
+// field to N targets: one apply per target, the finalizer, at most two
+// status writes, no read of the patch and no GET of a target (they come
+// from the patch's watch: one list and one watch). Taking a field from
+// another manager adds one fresh read of the patch and one status write
+// (every target's record of previous owners, before the forced applies),
+// never one per target. Quiet: no request at all.
+func TestSelectorRequests(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	for _, tc := range []struct {
+		name                     string
+		patch                    string
+		statusWrites, patchReads int
+	}{
+		{"adds a field", `{data: {added: "1"}}`, 1, 0},
+		{"takes a field", `{data: {owned: mine}}`, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t, "sel-requests-"+strings.ReplaceAll(tc.name, " ", "-"))
+			helmConfigMaps(t, ns, "yes", names("cm", 0, n)...)
+			fpPath := "/namespaces/" + ns + "/fieldpatches/p"
+			fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: `+tc.patch+`
+`)
+			waitTargets(t, fp, n, n)
+			hasEvent(t, ns, "p", "Applied", fmt.Sprintf("%d targets", n))
+			for _, c := range names("cm", 0, n) {
+				if w := requests.Writes("/namespaces/" + ns + "/configmaps/" + c); w != 1 {
+					t.Errorf("%s: %d writes, want 1 apply", c, w)
+				}
+				if r := requests.Reads("/namespaces/" + ns + "/configmaps/" + c); r != 0 {
+					t.Errorf("%s: %d GETs, want 0 (read from the watch)", c, r)
+				}
+			}
+			if w := requests.Writes(fpPath); w != 1 {
+				t.Errorf("%d writes of the FieldPatch, want 1 (the finalizer)", w)
+			}
+			if w := requests.Writes(fpPath + "/status"); w > tc.statusWrites+1 {
+				t.Errorf("%d status writes, want at most %d", w, tc.statusWrites+1)
+			}
+			if r := requests.Reads(fpPath) + requests.Reads(fpPath+"/status"); r != tc.patchReads {
+				t.Errorf("%d reads of the FieldPatch, want %d", r, tc.patchReads)
+			}
+			if r := requests.Reads("/namespaces/" + ns + "/configmaps"); r > 2 {
+				t.Errorf("%d lists and watches of configmaps, want one list and one watch", r)
+			}
+			// Quiet: a reconcile costs nothing.
+			writes := requests.WritesUnder("/namespaces/" + ns)
+			reads := requests.Reads("/namespaces/"+ns+"/configmaps") + requests.Reads(fpPath)
+			reconciled(t, fp)
+			if w := requests.WritesUnder("/namespaces/"+ns) - writes; w != 0 {
+				t.Errorf("a quiet reconcile wrote %d times, want 0", w)
+			}
+			if r := requests.Reads("/namespaces/"+ns+"/configmaps") + requests.Reads(fpPath) - reads; r != 0 {
+				t.Errorf("a quiet reconcile read %d times, want 0", r)
+			}
+		})
+	}
+}
+
+// Issue 31: a per-object FieldPatch and a selector patch on the same
+// field of one object do not fight: the one that took the field last
+// holds it, the other reports the contest naming it, and nothing is
+// written again.
+func TestSelectorAndPerObjectPatchDoNotFight(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-contest")
+	helmConfigMaps(t, ns, "yes", "a", "b")
+	sel := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: sel, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {proxy: selector}}
+`)
+	waitTargets(t, sel, 2, 2)
+	one := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: one, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: a}
+  patch: {data: {proxy: single}}
+`)
+	waitReason(t, one, "Applied")
+	eventually(t, "the selector patch reports the contest on a", func() (bool, string) {
+		get(t, sel)
+		ts := sel.Status.Targets
+		if ts == nil || ts.Contested != 1 || len(ts.NotApplied) != 1 {
+			return false, fmt.Sprintf("%+v", ts)
+		}
+		p := ts.NotApplied[0]
+		return p.Name == "a" && p.Reason == "Contested" && strings.Contains(p.Message, "FieldPatch "+ns+"/one"), fmt.Sprintf("%+v", p)
+	})
+	if c := readyCondition(sel); c.Reason != "Contested" || !strings.Contains(c.Message, "FieldPatch "+ns+"/one") {
+		t.Errorf("selector Ready %s: %s; want Contested naming FieldPatch %s/one", c.Reason, c.Message, ns)
+	}
+	hasEvent(t, ns, "sel", "Contested", "FieldPatch "+ns+"/one")
+	target := "/namespaces/" + ns + "/configmaps/a"
+	writes := requests.Writes(target)
+	reconciled(t, sel)
+	reconciled(t, one)
+	if w := requests.Writes(target) - writes; w != 0 {
+		t.Errorf("%d writes of the contested ConfigMap after both reconciled again, want 0 (no fight)", w)
+	}
+	u := live(t, configMap(t, ns, "a"))
+	if v, _, _ := unstructured.NestedString(u.Object, "data", "proxy"); v != "single" {
+		t.Errorf("proxy %q, want the per-object patch's value", v)
+	}
+	// b stays the selector's.
+	if v, _, _ := unstructured.NestedString(live(t, configMap(t, ns, "b")).Object, "data", "proxy"); v != "selector" {
+		t.Errorf("b: proxy %q, want the selector's value", v)
+	}
+}
+
+// Issue 31: a tenant's selector patch reads its targets through its
+// ServiceAccount: in namespace a it never patches an object of namespace
+// b, and an account that may not list the kind gets Forbidden, not the
+// manager's view.
+func TestSelectorTenant(t *testing.T) {
+	t.Parallel()
+	a := tenantNamespace(t, "sel-tenant-a")
+	b := namespace(t, "sel-tenant-b")
+	helmConfigMaps(t, a, "yes", "c1", "c2")
+	helmConfigMaps(t, b, "yes", "c1", "c2")
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: sel, namespace: `+a+`}
+spec:
+  serviceAccountName: sa
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {proxy: tenant}}
+`)
+	waitTargets(t, fp, 2, 2)
+	for _, ns := range []string{a, b} {
+		for _, n := range []string{"c1", "c2"} {
+			v, _, _ := unstructured.NestedString(live(t, configMap(t, ns, n)).Object, "data", "proxy")
+			if want := map[string]string{a: "tenant", b: ""}[ns]; v != want {
+				t.Errorf("%s/%s: proxy %q, want %q", ns, n, v, want)
+			}
+		}
+	}
+	denied := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: denied, namespace: `+a+`}
+spec:
+  serviceAccountName: ci
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {}}
+  patch: {data: {proxy: ci}}
+`)
+	waitReason(t, denied, "Forbidden")
+	if c := readyCondition(denied); !strings.Contains(c.Message, "ServiceAccount "+a+"/ci") {
+		t.Errorf("Forbidden message %q does not name the account", c.Message)
+	}
+	deleteAndWait(t, denied)
+	deleteAndWait(t, fp)
+	for _, n := range []string{"c1", "c2"} {
+		if _, found, _ := unstructured.NestedString(live(t, configMap(t, a, n)).Object, "data", "proxy"); found {
+			t.Errorf("%s/%s: the added field stays after the deletion", a, n)
+		}
+	}
+}
+
+// Issue 31: a ClusterFieldPatch selects namespaces by label; a namespace
+// that stops matching gets its objects' fields back.
+func TestSelectorNamespaceSelector(t *testing.T) {
+	t.Parallel()
+	label := "sel-ns-team"
+	one := namespace(t, "sel-ns-one")
+	two := namespace(t, "sel-ns-two")
+	other := namespace(t, "sel-ns-other")
+	for _, ns := range []string{one, two} {
+		if err := k8s.Patch(context.Background(), obj(t, "{apiVersion: v1, kind: Namespace, metadata: {name: "+ns+"}}"),
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"`+label+`"}}}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{one, two, other} {
+		helmConfigMaps(t, ns, "yes", "c")
+	}
+	cfp := &v1alpha1.ClusterFieldPatch{}
+	if err := yamlCreate(`
+apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: sel-ns}
+spec:
+  targetSelector:
+    apiVersion: v1
+    kind: ConfigMap
+    labelSelector: {matchLabels: {proxy: "yes"}}
+    namespaceSelector: {matchLabels: {team: `+label+`}}
+  patch: {data: {team: payments}}
+`, cfp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, cfp) })
+	waitTargets(t, cfp, 2, 2)
+	if _, found, _ := unstructured.NestedString(live(t, configMap(t, other, "c")).Object, "data", "team"); found {
+		t.Errorf("%s/c patched; its namespace does not match", other)
+	}
+	if err := k8s.Patch(context.Background(), obj(t, "{apiVersion: v1, kind: Namespace, metadata: {name: "+two+"}}"),
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":null}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitTargets(t, cfp, 1, 1)
+	if _, found, _ := unstructured.NestedString(live(t, configMap(t, two, "c")).Object, "data", "team"); found {
+		t.Errorf("%s/c keeps the patch's field after its namespace stopped matching", two)
+	}
+	if _, found, _ := unstructured.NestedString(live(t, configMap(t, one, "c")).Object, "data", "team"); !found {
+		t.Errorf("%s/c lost the patch's field", one)
+	}
+}
+
+// yamlCreate creates the object y describes into o.
+func yamlCreate(y string, o client.Object) error {
+	if err := yaml.UnmarshalStrict([]byte(y), o); err != nil {
+		return err
+	}
+	return k8s.Create(context.Background(), o)
 }
