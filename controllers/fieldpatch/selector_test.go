@@ -395,3 +395,32 @@ func yamlCreate(y string, o client.Object) error {
 	}
 	return k8s.Create(context.Background(), o)
 }
+
+// Issue 31: a patch cannot switch between target and targetSelector, nor
+// change the selector's kind; its label selector can change.
+func TestSelectorAdmissionTransitions(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-transitions")
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: none}}}
+  patch: {data: {a: "1"}}
+`)
+	t.Cleanup(func() { deleteAndWait(t, fp) })
+	for _, tc := range []struct{ name, patch, refused string }{
+		{"to-target", `{"spec":{"targetSelector":null,"target":{"apiVersion":"v1","kind":"ConfigMap","name":"c"}}}`, "cannot switch between target and targetSelector"},
+		{"kind", `{"spec":{"targetSelector":{"kind":"Secret"}}}`, "targetSelector.apiVersion and targetSelector.kind are immutable"},
+		{"labels", `{"spec":{"targetSelector":{"labelSelector":{"matchLabels":{"app":"other"}}}}}`, ""},
+	} {
+		err := k8s.Patch(context.Background(), fp.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(tc.patch)))
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+			t.Errorf("%s: %v; want a refusal mentioning %q", tc.name, err, tc.refused)
+		}
+	}
+}
