@@ -58,16 +58,6 @@ import (
 // every such target at once, then runs their passes again.
 var errRecordFirst = errors.New("the record of previous owners is saved first")
 
-// Reasons of a selector patch.
-const (
-	// ReasonTargetsNotApplied: some targets of a selector patch are not
-	// applied (status.targets.notApplied says which and why).
-	ReasonTargetsNotApplied = "TargetsNotApplied"
-	// ReasonListingTargets: a selector patch waits for the first list of
-	// its targets.
-	ReasonListingTargets = "ListingTargets"
-)
-
 // selectorWorkers is how many targets of one selector patch are decided
 // and applied at once.
 const selectorWorkers = 8
