@@ -36,7 +36,7 @@ import (
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete", "plan-selector"}
 
 // planPluginConfig is the --plugin-config of TestPlan's manager, which
 // plan is given too.
@@ -84,6 +84,50 @@ func TestPlan(t *testing.T) {
 	t.Run("PluginFailure", testPlanPluginFailure)
 	t.Run("RefusedTargets", testPlanRefusesWhatTheControllerRefuses)
 	t.Run("Delete", testPlanDelete)
+	t.Run("Selector", testPlanSelector)
+}
+
+// Issue 31: a selector patch is planned for every object it matches, each
+// as the controller reconciles that target (its record of previous owners
+// included); once applied, every target plans Unchanged.
+func testPlanSelector(t *testing.T) {
+	createNamespace(t, "plan-selector")
+	for _, n := range []string{"a", "b", "other"} {
+		label := "yes"
+		if n == "other" {
+			label = "no"
+		}
+		applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: %s, namespace: plan-selector, labels: {proxy: %q}}, data: {owned: helm}}", n, label))
+	}
+	y := `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: proxy, namespace: plan-selector}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {owned: mine, proxy: "http://proxy:3128"}}
+`
+	file := planFile(t, y)
+	plans := planJSON(t, file)
+	var got []string
+	for _, p := range plans {
+		owners := ""
+		if p.Patch != nil && len(p.Patch.PreviousOwners) > 0 {
+			owners = p.Patch.PreviousOwners[0].Manager
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", p.Patch.Target, p.Action, owners))
+	}
+	if want := "[ConfigMap plan-selector/a Configured helm ConfigMap plan-selector/b Configured helm]"; fmt.Sprint(got) != want {
+		t.Errorf("plans %v, want %s", got, want)
+	}
+	createAndWaitReady(t, y)
+	plans = planJSON(t, file)
+	got = nil
+	for _, p := range plans {
+		got = append(got, fmt.Sprintf("%s %s %v", p.Patch.Target, p.Action, p.Exists))
+	}
+	if want := "[ConfigMap plan-selector/a Unchanged true ConfigMap plan-selector/b Unchanged true]"; fmt.Sprint(got) != want {
+		t.Errorf("plans once applied %v, want %s", got, want)
+	}
 }
 
 // planOwnNamespace is the namespace TestPlan's manager runs in, as far as

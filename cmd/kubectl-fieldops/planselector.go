@@ -1,0 +1,145 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
+)
+
+// planSelector plans a patch with spec.targetSelector: one plan per
+// object the selector matches now (listed with the user's rights, as kubectl
+// get would), each planned as the controller reconciles that target: as a
+// patch whose target names it, continuing the target's record in
+// status.targets (planPatchWith). With no match, one TargetNotFound plan
+// says so; the controller patches the objects that appear.
+func (p *planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patcher) ([]Plan, error) {
+	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
+	kind := map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster]
+	manager := names.FieldPatch(cluster, obj.GetNamespace(), obj.GetName())
+	head := Plan{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), FieldManager: manager}
+	exists, err := p.admit(ctx, obj, existing)
+	if err != nil {
+		head.Action, head.Message = actionInvalid, redact.Message(err)
+		return []Plan{head}, nil
+	}
+	head.Exists = exists
+	var stored *v1alpha1.TargetsStatus
+	if exists {
+		stored = existing.PatchStatus().Targets
+	}
+	targets, err := p.selectorTargets(ctx, obj, cluster)
+	if err != nil {
+		head.Action, head.Message = actionInvalid, fmt.Sprintf("list the targets: %s", redact.Message(err))
+		return []Plan{head}, nil
+	}
+	if len(targets) == 0 {
+		sel := obj.PatchSpec().TargetSelector
+		head.Action, head.Message = actionTargetNotFound, fmt.Sprintf("no %s matches targetSelector; the controller patches the ones that appear", sel.Kind)
+		return []Plan{head}, nil
+	}
+	var plans []Plan
+	for _, t := range targets {
+		one := perTarget(obj, t)
+		st := stored.RecordStatus(string(t.GetUID()))
+		plan, err := p.planPatchWith(ctx, one, &st, exists, nil)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, plan)
+	}
+	return plans, nil
+}
+
+// perTarget is obj as a patch of target t alone.
+func perTarget(obj v1alpha1.Patcher, t *unstructured.Unstructured) v1alpha1.Patcher {
+	spec := obj.PatchSpec().DeepCopy()
+	spec.TargetSelector = nil
+	spec.Target = v1alpha1.TargetReference{APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Name: t.GetName(), Namespace: t.GetNamespace()}
+	switch o := obj.(type) {
+	case *v1alpha1.ClusterFieldPatch:
+		return &v1alpha1.ClusterFieldPatch{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, Spec: *spec}
+	case *v1alpha1.FieldPatch:
+		return &v1alpha1.FieldPatch{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, Spec: *spec}
+	}
+	return obj
+}
+
+// selectorTargets lists the objects obj's targetSelector matches, sorted
+// by namespace and name: of its own namespace for a FieldPatch; for a
+// ClusterFieldPatch of a namespaced kind, of the namespaces its
+// namespaceSelector matches.
+func (p *planner) selectorTargets(ctx context.Context, obj v1alpha1.Patcher, cluster bool) ([]*unstructured.Unstructured, error) {
+	sel := obj.PatchSpec().TargetSelector
+	gv, err := schema.ParseGroupVersion(sel.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("targetSelector.apiVersion %q: %w", sel.APIVersion, err)
+	}
+	ls, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("targetSelector.labelSelector: %w", err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gv.WithKind(sel.Kind + "List"))
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: ls}}
+	if !cluster {
+		opts = append(opts, client.InNamespace(obj.GetNamespace()))
+	}
+	if err := p.c.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	var inNamespaces map[string]bool
+	if cluster && sel.NamespaceSelector != nil {
+		nsSel, err := metav1.LabelSelectorAsSelector(sel.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("targetSelector.namespaceSelector: %w", err)
+		}
+		nss := &corev1.NamespaceList{}
+		if err := p.c.List(ctx, nss, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
+			return nil, err
+		}
+		inNamespaces = map[string]bool{}
+		for _, ns := range nss.Items {
+			inNamespaces[ns.Name] = nsSel.Matches(labels.Set(ns.Labels))
+		}
+	}
+	wanted := map[string]bool{}
+	for _, n := range sel.Names {
+		wanted[n] = true
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		u := &list.Items[i]
+		if len(wanted) > 0 && !wanted[u.GetName()] {
+			continue
+		}
+		if inNamespaces != nil && !inNamespaces[u.GetNamespace()] {
+			continue
+		}
+		u.SetGroupVersionKind(gv.WithKind(sel.Kind))
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].GetNamespace() != out[j].GetNamespace() {
+			return out[i].GetNamespace() < out[j].GetNamespace()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out, nil
+}
