@@ -401,7 +401,6 @@ func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own, delete: o.delete}, nil
 }
 
-//
 // A selector patch (spec.targetSelector) gets one plan per matching
 // target (planSelector).
 func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) ([]Plan, error) {
