@@ -133,7 +133,16 @@ func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownership
 		}
 		var st v1alpha1.FieldPatchStatus
 		raw, _, _ := unstructured.NestedMap(u.Object, "status")
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil || st.FieldManager != e.Manager || st.TargetUID != p.uid() {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+			continue
+		}
+		if st.Targets != nil {
+			// A selector patch keeps one record per target.
+			rs := st.Targets.RecordStatus(p.uid())
+			rs.FieldManager = st.FieldManager
+			st = rs
+		}
+		if st.FieldManager != e.Manager || st.TargetUID != p.uid() {
 			continue
 		}
 		l, err := patchintent.ReadLedger(&st, p.uid())

@@ -424,3 +424,46 @@ spec:
 		}
 	}
 }
+
+// Issue 31: records per target are exact as for a single target:
+// deletionPolicy Restore gives each target its own previous value back,
+// and a per-object patch that takes a field from a selector patch inherits
+// that target's record, so the field goes back to its first owner when
+// both patches are gone.
+func TestSelectorRestoreAndChain(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-restore")
+	helmConfigMaps(t, ns, "yes", "a", "b")
+	sel := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: sel, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  deletionPolicy: Restore
+  patch: {data: {owned: selector}}
+`)
+	waitTargets(t, sel, 2, 2)
+	one := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: one, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: a}
+  patch: {data: {owned: single}}
+`)
+	waitReason(t, one, "Applied")
+	if len(one.Status.PreviousOwners) == 0 || !strings.Contains(fmt.Sprint(one.Status.PreviousOwners), "helm") {
+		t.Errorf("the per-object patch's previous owners %+v do not name helm, through the selector patch", one.Status.PreviousOwners)
+	}
+	deleteAndWait(t, sel)
+	b := live(t, configMap(t, ns, "b"))
+	if v, _, _ := unstructured.NestedString(b.Object, "data", "owned"); v != "helm" || fmt.Sprint(owners(t, b)[".data.owned"]) != "[helm/Apply]" {
+		t.Errorf("b after the selector patch's deletion: owned=%q owners %v, want helm's value and owner back (Restore)", v, owners(t, b)[".data.owned"])
+	}
+	deleteAndWait(t, one)
+	a := live(t, configMap(t, ns, "a"))
+	if got := fmt.Sprint(owners(t, a)[".data.owned"]); got != "[helm/Apply]" {
+		t.Errorf("a after both deletions: owners of .data.owned %s, want [helm/Apply] (the selector patch's record, inherited)", got)
+	}
+}
