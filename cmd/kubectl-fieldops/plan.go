@@ -428,15 +428,7 @@ func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) ([]Pla
 		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 	}
 	if pt, ok := obj.(v1alpha1.Patcher); ok && pt.PatchSpec().TargetSelector != nil {
-		if p.delete {
-			return nil, fmt.Errorf("%s %s: plan --delete does not plan a patch with targetSelector; kubectl fieldops status lists its targets", u.GetKind(), u.GetName())
-		}
-		switch o := obj.(type) {
-		case *v1alpha1.FieldPatch:
-			return p.planSelector(ctx, o, &v1alpha1.FieldPatch{})
-		case *v1alpha1.ClusterFieldPatch:
-			return p.planSelector(ctx, o, &v1alpha1.ClusterFieldPatch{})
-		}
+		return p.planSelectorPatch(ctx, pt)
 	}
 	if p.delete {
 		switch o := obj.(type) {

@@ -23,6 +23,20 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
+// planSelectorPatch plans obj, a patch with spec.targetSelector
+// (planSelector); plan --delete refuses it.
+func (p *planner) planSelectorPatch(ctx context.Context, obj v1alpha1.Patcher) ([]Plan, error) {
+	kind := "FieldPatch"
+	existing := v1alpha1.Patcher(&v1alpha1.FieldPatch{})
+	if _, cluster := obj.(*v1alpha1.ClusterFieldPatch); cluster {
+		kind, existing = "ClusterFieldPatch", &v1alpha1.ClusterFieldPatch{}
+	}
+	if p.delete {
+		return nil, fmt.Errorf("%s %s: plan --delete does not plan a patch with targetSelector; kubectl fieldops status lists its targets", kind, obj.GetName())
+	}
+	return p.planSelector(ctx, obj, existing)
+}
+
 // planSelector plans a patch with spec.targetSelector: one plan per
 // object the selector matches now (listed with the user's rights, as kubectl
 // get would), each planned as the controller reconciles that target: as a
@@ -81,6 +95,23 @@ func perTarget(obj v1alpha1.Patcher, t *unstructured.Unstructured) v1alpha1.Patc
 	return obj
 }
 
+// selectedNamespaces are the namespaces a namespaceSelector matches.
+func (p *planner) selectedNamespaces(ctx context.Context, selector *metav1.LabelSelector) (map[string]bool, error) {
+	nsSel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, fmt.Errorf("targetSelector.namespaceSelector: %w", err)
+	}
+	nss := &corev1.NamespaceList{}
+	if err := p.c.List(ctx, nss, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, ns := range nss.Items {
+		out[ns.Name] = nsSel.Matches(labels.Set(ns.Labels))
+	}
+	return out, nil
+}
+
 // selectorTargets lists the objects obj's targetSelector matches, sorted
 // by namespace and name: of its own namespace for a FieldPatch; for a
 // ClusterFieldPatch of a namespaced kind, of the namespaces its
@@ -106,17 +137,8 @@ func (p *planner) selectorTargets(ctx context.Context, obj v1alpha1.Patcher, clu
 	}
 	var inNamespaces map[string]bool
 	if cluster && sel.NamespaceSelector != nil {
-		nsSel, err := metav1.LabelSelectorAsSelector(sel.NamespaceSelector)
-		if err != nil {
-			return nil, fmt.Errorf("targetSelector.namespaceSelector: %w", err)
-		}
-		nss := &corev1.NamespaceList{}
-		if err := p.c.List(ctx, nss, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
+		if inNamespaces, err = p.selectedNamespaces(ctx, sel.NamespaceSelector); err != nil {
 			return nil, err
-		}
-		inNamespaces = map[string]bool{}
-		for _, ns := range nss.Items {
-			inNamespaces[ns.Name] = nsSel.Matches(labels.Set(ns.Labels))
 		}
 	}
 	wanted := map[string]bool{}

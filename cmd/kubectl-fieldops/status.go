@@ -276,15 +276,7 @@ func selectorDetail(r *StatusRow, sel *v1alpha1.TargetSelector, st *v1alpha1.Fie
 		r.Detail = what + ", not listed yet"
 		return
 	}
-	r.Detail = fmt.Sprintf("%s: %d matched, %d applied, %d fields", what, ts.Matched, ts.Applied, st.FieldCount)
-	for _, n := range []struct {
-		count int32
-		what  string
-	}{{ts.Contested, "contested"}, {ts.Failed, "failed"}, {ts.Forbidden, "forbidden"}, {ts.Skipped, "skipped"}} {
-		if n.count > 0 {
-			r.Detail += fmt.Sprintf(", %d %s", n.count, n.what)
-		}
-	}
+	r.Detail = what + ": " + targetCounts(ts, st.FieldCount)
 	notApplied := map[string]v1alpha1.TargetProblem{}
 	var first []string
 	for _, p := range ts.NotApplied {
@@ -316,6 +308,21 @@ func selectorDetail(r *StatusRow, sel *v1alpha1.TargetSelector, st *v1alpha1.Fie
 	if r.Contested == "" {
 		r.Contested = strings.Join(contested, ",")
 	}
+}
+
+// targetCounts prints a selector patch's counts, those that are 0 aside
+// (matched and applied always).
+func targetCounts(ts *v1alpha1.TargetsStatus, fields int) string {
+	out := fmt.Sprintf("%d matched, %d applied, %d fields", ts.Matched, ts.Applied, fields)
+	for _, n := range []struct {
+		count int32
+		what  string
+	}{{ts.Contested, "contested"}, {ts.Failed, "failed"}, {ts.Forbidden, "forbidden"}, {ts.Skipped, "skipped"}} {
+		if n.count > 0 {
+			out += fmt.Sprintf(", %d %s", n.count, n.what)
+		}
+	}
+	return out
 }
 
 // objectPath is namespace/name, or name for a cluster-scoped object.

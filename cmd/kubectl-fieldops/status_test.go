@@ -255,7 +255,7 @@ func TestStatusSelector(t *testing.T) {
 				{Namespace: "selectors", Name: "b", UID: "u-b", Fields: 1},
 				{Namespace: "selectors", Name: "c", UID: "u-c", ContestedBy: "sidecar-injector"},
 			},
-			Ledgers: []v1alpha1.TargetLedger{{PreviousOwners: []v1alpha1.PreviousOwner{{Manager: "helm", Operation: "Apply", APIVersion: "v1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:proxy":{}}}`)}}}}},
+			Ledgers: []v1alpha1.TargetLedger{{PreviousOwners: []v1alpha1.PreviousOwner{{Manager: "helm", Operation: "Apply", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:proxy":{}}}`)}}}},
 		}
 	})
 	out, stderr, err := plugin(t, "status", "-n", "selectors")

@@ -310,10 +310,7 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 // refused apply (Fail) or a refused apply and an empty one (Yield) on
 // every reconcile.
 func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
-	key := client.ObjectKeyFromObject(p.obj)
-	if sh := r.shadowOf(p.obj); sh != nil {
-		key.Name += "/" + string(sh.target) // one outcome per target of a selector patch
-	}
+	key := r.outcomeKey(p.obj)
 	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration()}
 	// The intent is encoded only to compare with or keep an outcome, not
 	// on every reconcile.
@@ -325,12 +322,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 		r.outcomes.Delete(key)
 	}
 	var err error
-	write := r.watches.Write
-	if r.shadowOf(p.obj) != nil {
-		// The selector's own watch knows its writes (selectorWatch.wrote).
-		write = func(_ client.Object, _ *unstructured.Unstructured, f func() *unstructured.Unstructured) { f() }
-	}
-	write(p.obj, p.live, func() *unstructured.Unstructured {
+	r.writeTarget(p, func() *unstructured.Unstructured {
 		p.res, err = p.applier.Apply(ctx, p.d.Intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
 			BeforeForce: func(ctx context.Context, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
 				if err := r.savePreviousValues(ctx, p, live, forced); err != nil {
@@ -350,6 +342,28 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 		r.outcomes.Store(key, seen)
 	}
 	return err
+}
+
+// outcomeKey is where the outcome of obj's apply is kept: one per patch,
+// one per target of a selector patch.
+func (r *Reconciler) outcomeKey(obj v1alpha1.Patcher) client.ObjectKey {
+	key := client.ObjectKeyFromObject(obj)
+	if sh := r.shadowOf(obj); sh != nil {
+		key.Name += "/" + string(sh.target)
+	}
+	return key
+}
+
+// writeTarget runs write, p's write of its target, through the target
+// watches (watch.Watches.Write); a target's pass of a selector patch
+// writes directly: the patch's own watch knows its writes
+// (selectorWatch.wrote).
+func (r *Reconciler) writeTarget(p *pass, write func() *unstructured.Unstructured) {
+	if r.shadowOf(p.obj) != nil {
+		write()
+		return
+	}
+	r.watches.Write(p.obj, p.live, write)
 }
 
 // outcome is what an apply of an intent to a target version, for a

@@ -161,24 +161,17 @@ func (r *Reconciler) compileSelector(obj v1alpha1.Patcher) (*compiledSelector, e
 	}
 	c.gvr = mapping.Resource
 	c.namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	switch {
-	case !r.Cluster && !c.namespaced:
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector selects %s, which is cluster-scoped: use a ClusterFieldPatch", c.gvk.Kind)
-	case !r.Cluster && ts.NamespaceSelector != nil:
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector.namespaceSelector: a FieldPatch selects objects of its own namespace only; use a ClusterFieldPatch")
-	case r.Cluster && c.namespaced && ts.NamespaceSelector == nil:
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector.namespaceSelector is required for the namespaced kind %s ({} selects every namespace)", c.gvk.Kind)
-	case r.Cluster && !c.namespaced && ts.NamespaceSelector != nil:
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector.namespaceSelector: %s is cluster-scoped", c.gvk.Kind)
+	if err := selectorScope(r.Cluster, c.namespaced, ts.NamespaceSelector != nil, c.gvk.Kind); err != nil {
+		return nil, err
 	}
 	if !r.Cluster {
 		c.namespace = obj.GetNamespace()
 	}
-	if c.labels, err = metav1.LabelSelectorAsSelector(ts.LabelSelector); err != nil {
-		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector.labelSelector: %v", err)
-	}
 	if ts.LabelSelector == nil {
 		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector.labelSelector is required ({} selects every object)")
+	}
+	if c.labels, err = metav1.LabelSelectorAsSelector(ts.LabelSelector); err != nil {
+		return nil, skeleton.Terminal(ReasonInvalidTarget, "targetSelector.labelSelector: %v", err)
 	}
 	if ts.NamespaceSelector != nil {
 		if c.nsLabels, err = metav1.LabelSelectorAsSelector(ts.NamespaceSelector); err != nil {
@@ -189,6 +182,24 @@ func (r *Reconciler) compileSelector(obj v1alpha1.Patcher) (*compiledSelector, e
 		c.names[n] = true
 	}
 	return c, nil
+}
+
+// selectorScope checks a selector's scope: a FieldPatch selects
+// namespaced objects of its own namespace (no namespaceSelector); a
+// ClusterFieldPatch needs a namespaceSelector for a namespaced kind, and
+// takes none for a cluster-scoped one.
+func selectorScope(cluster, namespaced, nsSelector bool, kind string) error {
+	switch {
+	case !cluster && !namespaced:
+		return skeleton.Terminal(ReasonInvalidTarget, "targetSelector selects %s, which is cluster-scoped: use a ClusterFieldPatch", kind)
+	case !cluster && nsSelector:
+		return skeleton.Terminal(ReasonInvalidTarget, "targetSelector.namespaceSelector: a FieldPatch selects objects of its own namespace only; use a ClusterFieldPatch")
+	case cluster && namespaced && !nsSelector:
+		return skeleton.Terminal(ReasonInvalidTarget, "targetSelector.namespaceSelector is required for the namespaced kind %s ({} selects every namespace)", kind)
+	case cluster && !namespaced && nsSelector:
+		return skeleton.Terminal(ReasonInvalidTarget, "targetSelector.namespaceSelector: %s is cluster-scoped", kind)
+	}
+	return nil
 }
 
 // matches reports whether u is a target: in scope, its labels matched,
@@ -234,7 +245,6 @@ const (
 
 // targetResult is what one target's pass came to.
 type targetResult struct {
-	live    *unstructured.Unstructured
 	entry   *targetEntry // the record to keep; nil: none
 	pending *v1alpha1.FieldPatchStatus
 	class   int
@@ -247,203 +257,263 @@ type targetResult struct {
 	wrote    bool
 }
 
+// selectorPass is the state of one reconcile of a selector patch.
+type selectorPass struct {
+	obj     v1alpha1.Patcher
+	manager string
+	sel     *compiledSelector
+	applier *ownershipcore.Applier
+	account tenant.Account
+	w       *selectorWatch
+	events  *eventLog
+	now     time.Time
+	// entries are the records by target UID (read, then updated);
+	// wroteBefore the targets with a record before this reconcile.
+	entries     map[types.UID]*targetEntry
+	wroteBefore map[types.UID]bool
+	// matched are the targets, sorted; byUID every object in scope.
+	matched []*unstructured.Unstructured
+	byUID   map[types.UID]*unstructured.Unstructured
+	results []targetResult
+}
+
 // reconcileSelector is the reconcile of a selector patch: list the
 // targets from the patch's watch, run every target's pass (saving the
 // records of previous owners that must come first in one status write),
 // give back the targets that stopped matching, and report.
 func (r *Reconciler) reconcileSelector(ctx context.Context, obj v1alpha1.Patcher, manager string) (skeleton.Step, error) {
-	st, gen := obj.PatchStatus(), obj.GetGeneration()
-	sel, err := r.compileSelector(obj)
-	if err != nil {
+	sp := &selectorPass{obj: obj, manager: manager, events: &eventLog{}, now: time.Now()}
+	var err error
+	if sp.sel, err = r.compileSelector(obj); err != nil {
 		return r.fail(obj, err)
 	}
-	applier, account, err := r.applierFor(obj)
-	if err != nil {
+	if sp.applier, sp.account, err = r.applierFor(obj); err != nil {
 		return r.fail(obj, err)
 	}
-	key := client.ObjectKeyFromObject(obj)
-	w, err := r.selectors.ensure(key, watchScope{gvr: sel.gvr, namespace: sel.namespace, account: account}, sel.nsLabels != nil)
-	if err != nil {
+	if step, ok, err := r.listTargets(sp); !ok {
+		return step, err
+	}
+	r.runPasses(ctx, sp, nil)
+	if err := r.recordFirst(ctx, sp); err != nil {
 		return r.fail(obj, err)
 	}
+	leaveErrs := r.leaveUnmatched(ctx, sp)
+	return r.reportSelector(sp, leaveErrs)
+}
+
+// listTargets starts (or finds) the patch's watch and, once it has
+// synced, lists the targets; ok is false when the reconcile ends here
+// (with step and err).
+func (r *Reconciler) listTargets(sp *selectorPass) (_ skeleton.Step, ok bool, _ error) {
+	st, gen, sel := sp.obj.PatchStatus(), sp.obj.GetGeneration(), sp.sel
+	w, err := r.selectors.ensure(client.ObjectKeyFromObject(sp.obj), watchScope{gvr: sel.gvr, namespace: sel.namespace, account: sp.account}, sel.nsLabels != nil)
+	if err != nil {
+		step, err := r.fail(sp.obj, err)
+		return step, false, err
+	}
+	sp.w = w
 	synced, werr := w.synced()
 	if synced && sel.nsLabels != nil && !r.selectors.namespacesSynced() {
 		synced = false
 	}
 	if !synced {
 		if werr != nil {
-			return r.fail(obj, tenant.Explain(account, fmt.Errorf("list %s: %w", sel.gvr.Resource, werr)))
+			step, err := r.fail(sp.obj, tenant.Explain(sp.account, fmt.Errorf("list %s: %w", sel.gvr.Resource, werr)))
+			return step, false, err
 		}
 		setWaiting(st, gen, ReasonListingTargets, fmt.Sprintf("listing the %s the selector may match", sel.gvr.Resource))
-		return skeleton.Stop(ctrl.Result{}), nil
+		return skeleton.Stop(ctrl.Result{}), false, nil
 	}
-	entries := readTargets(st.Targets)
-	recorded := make(map[types.UID]bool, len(entries))
-	for uid := range entries {
-		recorded[uid] = true
+	sp.entries = readTargets(st.Targets)
+	sp.wroteBefore = make(map[types.UID]bool, len(sp.entries))
+	for uid := range sp.entries {
+		sp.wroteBefore[uid] = true
 	}
-	nsLabels := r.selectors.namespaceLabels
+	recorded, nsLabels := sp.wroteBefore, r.selectors.namespaceLabels
 	w.mu.Lock()
 	w.relevant = func(u *unstructured.Unstructured) bool { return recorded[u.GetUID()] || sel.matches(u, nsLabels) }
 	w.mu.Unlock()
-
 	all := w.objects()
-	byUID := make(map[types.UID]*unstructured.Unstructured, len(all))
-	var matched []*unstructured.Unstructured
+	sp.byUID = make(map[types.UID]*unstructured.Unstructured, len(all))
 	for _, u := range all {
-		byUID[u.GetUID()] = u
+		sp.byUID[u.GetUID()] = u
 		if sel.matches(u, nsLabels) {
-			matched = append(matched, u)
+			sp.matched = append(sp.matched, u)
 		}
 	}
-	sort.Slice(matched, func(i, j int) bool {
-		if matched[i].GetNamespace() != matched[j].GetNamespace() {
-			return matched[i].GetNamespace() < matched[j].GetNamespace()
+	sort.Slice(sp.matched, func(i, j int) bool {
+		a, b := sp.matched[i], sp.matched[j]
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
 		}
-		return matched[i].GetName() < matched[j].GetName()
+		return a.GetName() < b.GetName()
 	})
+	sp.results = make([]targetResult, len(sp.matched))
+	return skeleton.Step{}, true, nil
+}
 
-	events := &eventLog{}
-	now := time.Now()
-	// wroteBefore: the targets the patch had written to before this
-	// reconcile (drift is judged on them only, as for a single target).
-	wroteBefore := make(map[types.UID]bool, len(entries))
-	for uid := range entries {
-		wroteBefore[uid] = true
-	}
-	results := make([]targetResult, len(matched))
-	run := func(idx []int) {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, selectorWorkers)
-		for _, i := range idx {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func(i int) {
-				defer func() { <-sem; wg.Done() }()
-				uid := matched[i].GetUID()
-				results[i] = r.targetPass(ctx, obj, manager, applier, account, matched[i], entries[uid], wroteBefore[uid], w, events, now)
-			}(i)
+// runPasses runs the passes of the targets idx of sp.matched (nil: all),
+// selectorWorkers at a time.
+func (r *Reconciler) runPasses(ctx context.Context, sp *selectorPass, idx []int) {
+	if idx == nil {
+		idx = make([]int, len(sp.matched))
+		for i := range idx {
+			idx[i] = i
 		}
-		wg.Wait()
 	}
-	idx := make([]int, len(matched))
-	for i := range idx {
-		idx[i] = i
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, selectorWorkers)
+	for _, i := range idx {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			uid := sp.matched[i].GetUID()
+			sp.results[i] = r.targetPass(ctx, sp, sp.matched[i], sp.entries[uid])
+		}(i)
 	}
-	run(idx)
-	// The records that must reach the apiserver before their targets'
-	// forced writes: saved at once, then those targets go on.
+	wg.Wait()
+}
+
+// recordFirst saves the records that must reach the apiserver before
+// their targets' forced writes, at once, then runs those targets' passes
+// again.
+func (r *Reconciler) recordFirst(ctx context.Context, sp *selectorPass) error {
 	var again []int
 	pending := map[types.UID]*v1alpha1.FieldPatchStatus{}
-	for i, res := range results {
+	for i, res := range sp.results {
 		if res.pending != nil {
 			again = append(again, i)
-			pending[matched[i].GetUID()] = res.pending
+			pending[sp.matched[i].GetUID()] = res.pending
 		}
 	}
-	if len(again) > 0 {
-		saved, err := r.saveTargetRecords(ctx, obj, matched, again, pending)
-		if err != nil {
-			return r.fail(obj, err)
-		}
-		for _, i := range again {
-			entries[matched[i].GetUID()] = saved[matched[i].GetUID()]
-		}
-		run(again)
-		for _, i := range again {
-			if results[i].pending != nil {
-				results[i] = targetResult{live: matched[i], entry: entries[matched[i].GetUID()], class: classFailed, reason: ReasonApplyFailed,
-					message: "the record of previous owners changed again before the write; retried"}
-				results[i].err = errors.New(results[i].message)
-			}
+	if len(again) == 0 {
+		return nil
+	}
+	saved, err := r.saveTargetRecords(ctx, sp.obj, sp.matched, again, pending)
+	if err != nil {
+		return err
+	}
+	for _, i := range again {
+		sp.entries[sp.matched[i].GetUID()] = saved[sp.matched[i].GetUID()]
+	}
+	r.runPasses(ctx, sp, again)
+	for _, i := range again {
+		if sp.results[i].pending != nil {
+			msg := "the record of previous owners changed again before the write; retried"
+			sp.results[i] = targetResult{entry: sp.entries[sp.matched[i].GetUID()], class: classFailed, reason: ReasonApplyFailed, message: msg, err: errors.New(msg)}
 		}
 	}
+	return nil
+}
 
-	// Targets that no longer match get their fields back; those gone
-	// are forgotten.
-	inMatch := make(map[types.UID]bool, len(matched))
-	for _, u := range matched {
+// leaveUnmatched gives back the fields of the targets with a record that
+// no longer match, and forgets those that are gone.
+func (r *Reconciler) leaveUnmatched(ctx context.Context, sp *selectorPass) []error {
+	inMatch := make(map[types.UID]bool, len(sp.matched))
+	for _, u := range sp.matched {
 		inMatch[u.GetUID()] = true
 	}
-	var leaveErrs []error
-	for uid, e := range entries {
+	var errs []error
+	for uid, e := range sp.entries {
 		if inMatch[uid] {
 			continue
 		}
-		u := byUID[uid]
-		if u == nil {
-			delete(entries, uid)
-			r.contests.Forget(contestKey(obj, string(uid)))
-			w.forget(uid)
-			continue
+		if u := sp.byUID[uid]; u != nil {
+			if err := r.giveBackTarget(ctx, sp.obj, sp.manager, sp.applier, sp.sel.gvk, e, u, sp.events); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", objectName(u), tenant.Explain(sp.account, err)))
+				continue
+			}
 		}
-		if err := r.giveBackTarget(ctx, obj, manager, applier, sel.gvk, e, u, events); err != nil {
-			leaveErrs = append(leaveErrs, fmt.Errorf("%s: %w", objectName(u), tenant.Explain(account, err)))
-			continue
-		}
-		delete(entries, uid)
-		r.contests.Forget(contestKey(obj, string(uid)))
-		w.forget(uid)
+		delete(sp.entries, uid)
+		r.contests.Forget(contestKey(sp.obj, string(uid)))
+		sp.w.forget(uid)
 	}
+	return errs
+}
 
-	// Records, counts and the targets not applied.
-	ts := &v1alpha1.TargetsStatus{Matched: int32(len(matched))}
-	var problems []v1alpha1.TargetProblem
-	var firstErr error
-	var requeue time.Duration
-	wrote, terminalOnly := false, true
-	fields := int32(0)
-	for i, res := range results {
-		uid := matched[i].GetUID()
+// selectorCounts are the counts and problems of a reconcile's targets.
+type selectorCounts struct {
+	ts       *v1alpha1.TargetsStatus
+	problems []v1alpha1.TargetProblem
+	firstErr error
+	requeue  time.Duration
+	wrote    bool
+	// terminalOnly: every target not applied failed on a spec error.
+	terminalOnly bool
+	fields       int32
+}
+
+// count merges the results into the records and counts them.
+func (sp *selectorPass) count() selectorCounts {
+	c := selectorCounts{ts: &v1alpha1.TargetsStatus{Matched: int32(len(sp.matched))}, terminalOnly: true}
+	for i, res := range sp.results {
+		uid := sp.matched[i].GetUID()
 		if res.entry != nil {
-			entries[uid] = res.entry
-			fields += res.entry.rec.Fields
+			sp.entries[uid] = res.entry
+			c.fields += res.entry.rec.Fields
 		} else {
-			delete(entries, uid)
+			delete(sp.entries, uid)
 		}
-		wrote = wrote || res.wrote
-		if res.requeue > 0 && (requeue == 0 || res.requeue < requeue) {
-			requeue = res.requeue
+		c.wrote = c.wrote || res.wrote
+		if res.requeue > 0 && (c.requeue == 0 || res.requeue < c.requeue) {
+			c.requeue = res.requeue
 		}
-		switch res.class {
-		case classApplied:
-			ts.Applied++
-			w.setReason(uid, "")
+		if res.class == classApplied {
+			c.ts.Applied++
+			sp.w.setReason(uid, "")
 			continue
-		case classContested:
-			ts.Contested++
-		case classForbidden:
-			ts.Forbidden++
-		case classSkipped:
-			ts.Skipped++
-		default:
-			ts.Failed++
 		}
-		w.setReason(uid, res.reason)
+		c.add(res.class)
+		sp.w.setReason(uid, res.reason)
 		if !res.terminal && res.class != classSkipped {
-			terminalOnly = false
+			c.terminalOnly = false
 		}
-		if res.err != nil && firstErr == nil {
-			firstErr = res.err
+		if res.err != nil && c.firstErr == nil {
+			c.firstErr = res.err
 		}
-		problems = append(problems, v1alpha1.TargetProblem{Namespace: matched[i].GetNamespace(), Name: matched[i].GetName(), Reason: res.reason, Message: notes.Condition(res.message)})
+		c.problems = append(c.problems, v1alpha1.TargetProblem{Namespace: sp.matched[i].GetNamespace(), Name: sp.matched[i].GetName(), Reason: res.reason, Message: notes.Condition(res.message)})
 	}
-	notApplied := len(problems)
-	if len(problems) > v1alpha1.MaxNotApplied {
-		problems = problems[:v1alpha1.MaxNotApplied]
+	return c
+}
+
+// add counts a target not applied of class.
+func (c *selectorCounts) add(class int) {
+	switch class {
+	case classContested:
+		c.ts.Contested++
+	case classForbidden:
+		c.ts.Forbidden++
+	case classSkipped:
+		c.ts.Skipped++
+	default:
+		c.ts.Failed++
 	}
-	ts.NotApplied = problems
-	ts.Records, ts.Ledgers = writeTargets(entries)
+}
+
+// reportSelector writes status.targets and the conditions, records the
+// reconcile's events, and ends the reconcile.
+func (r *Reconciler) reportSelector(sp *selectorPass, leaveErrs []error) (skeleton.Step, error) {
+	obj := sp.obj
+	st, gen := obj.PatchStatus(), obj.GetGeneration()
+	c := sp.count()
+	ts := c.ts
+	notApplied := len(c.problems)
+	if len(c.problems) > v1alpha1.MaxNotApplied {
+		c.problems = c.problems[:v1alpha1.MaxNotApplied]
+	}
+	ts.NotApplied = c.problems
+	ts.Records, ts.Ledgers = writeTargets(sp.entries)
 	st.Targets = ts
-	st.FieldCount = int(fields)
+	st.FieldCount = int(c.fields)
 	st.TargetUID, st.ManagedFields, st.RecordedFields, st.PreviousOwners = "", nil, nil, nil
 	st.ContestedBy, st.ContestedSince = "", nil
-	if wrote {
-		st.LastAppliedTime = &metav1.Time{Time: now}
+	if c.wrote {
+		st.LastAppliedTime = &metav1.Time{Time: sp.now}
 	}
-	events.emit(r, obj)
+	sp.events.emit(r, obj)
 
-	kind := sel.gvk.Kind
+	kind := sp.sel.gvk.Kind
 	switch {
 	case len(leaveErrs) > 0:
 		msg := fmt.Sprintf("giving back the fields of targets that no longer match: %v", errors.Join(leaveErrs...))
@@ -451,35 +521,29 @@ func (r *Reconciler) reconcileSelector(ctx context.Context, obj v1alpha1.Patcher
 		r.event(obj, corev1.EventTypeWarning, ReasonDeleteFailed, "%s", msg)
 		return skeleton.Stop(ctrl.Result{RequeueAfter: transientRetry}), nil
 	case notApplied == 0:
-		msg := fmt.Sprintf("applied to %d of %d matching %s (%d fields)", ts.Applied, ts.Matched, kind, fields)
-		if ts.Skipped > 0 {
-			msg += fmt.Sprintf("; %d skipped", ts.Skipped)
-		}
+		msg := fmt.Sprintf("applied to %d of %d matching %s (%d fields)", ts.Applied, ts.Matched, kind, c.fields)
 		setReady(st, gen, msg)
+	case ts.Skipped == int32(notApplied):
+		setReady(st, gen, notes.Condition(fmt.Sprintf("applied to %d of %d matching %s; %d skipped: %s", ts.Applied, ts.Matched, kind, ts.Skipped, describeProblems(c.problems))))
 	default:
-		msg := fmt.Sprintf("%d of %d matching %s not applied (%d contested, %d failed, %d forbidden, %d skipped): %s", notApplied, ts.Matched, kind, ts.Contested, ts.Failed, ts.Forbidden, ts.Skipped, describeProblems(problems))
+		msg := fmt.Sprintf("%d of %d matching %s not applied (%d contested, %d failed, %d forbidden, %d skipped): %s", notApplied, ts.Matched, kind, ts.Contested, ts.Failed, ts.Forbidden, ts.Skipped, describeProblems(c.problems))
 		reason := ReasonTargetsNotApplied
-		if ts.Skipped == int32(notApplied) {
-			msg = fmt.Sprintf("applied to %d of %d matching %s; %d skipped: %s", ts.Applied, ts.Matched, kind, ts.Skipped, describeProblems(problems))
-			setReady(st, gen, notes.Condition(msg))
-			break
-		}
 		if ts.Contested == int32(notApplied) {
 			reason = ReasonContested
 		}
-		if terminalOnly && ts.Applied == 0 {
-			setStalled(st, gen, problems[0].Reason, notes.Condition(msg))
+		if c.terminalOnly && ts.Applied == 0 {
+			setStalled(st, gen, c.problems[0].Reason, notes.Condition(msg))
 		} else {
 			setWaiting(st, gen, reason, notes.Condition(msg))
 		}
 	}
-	if firstErr != nil {
-		if requeue == 0 || requeue > transientRetry {
-			requeue = transientRetry
+	if c.firstErr != nil {
+		if c.requeue == 0 || c.requeue > transientRetry {
+			c.requeue = transientRetry
 		}
-		return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), nil
+		return skeleton.Stop(ctrl.Result{RequeueAfter: c.requeue}), nil
 	}
-	return skeleton.Finish(ctrl.Result{RequeueAfter: requeue}), nil
+	return skeleton.Finish(ctrl.Result{RequeueAfter: c.requeue}), nil
 }
 
 // describeProblems prints the first targets not applied.
@@ -512,31 +576,26 @@ func (r *Reconciler) targetPhases() []skeleton.Phase[*pass] {
 }
 
 // targetPass runs the single-target phases for the target live (from the
-// watch: shared, not modified) on a shadow of obj holding the target's
-// stored record. A target whose version and the patch's generation are
-// those of a pass that found it applied is skipped (no decision, no
-// request): a quiet selector patch costs nothing.
+// watch: shared, not modified) on a shadow of the patch holding the
+// target's stored record. A target whose version and the patch's
+// generation are those of a pass that found it applied is skipped (no
+// decision, no request): a quiet selector patch costs nothing.
 //
-// wroteBefore says whether the patch held a record of the target before
-// this reconcile: a record saved in this reconcile (errRecordFirst) is
-// not the record of an earlier write, and what differs from it is no
-// drift.
-func (r *Reconciler) targetPass(ctx context.Context, obj v1alpha1.Patcher, manager string, applier *ownershipcore.Applier, account tenant.Account, live *unstructured.Unstructured, stored *targetEntry, wroteBefore bool, w *selectorWatch, events *eventLog, now time.Time) targetResult {
-	uid := live.GetUID()
-	version := fmt.Sprintf("%s/%d", live.GetResourceVersion(), obj.GetGeneration())
-	if stored != nil && w.isConverged(uid, version) {
-		return targetResult{live: live, entry: stored, class: classApplied}
+// A target without a record before this reconcile (sp.wroteBefore) has
+// no earlier write: a record saved in this reconcile (errRecordFirst) is
+// not one, and what differs from it is no drift.
+func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, live *unstructured.Unstructured, stored *targetEntry) targetResult {
+	uid, obj := live.GetUID(), sp.obj
+	if stored != nil && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", live.GetResourceVersion(), obj.GetGeneration())) {
+		return targetResult{entry: stored, class: classApplied}
+	}
+	if msg, skip := r.skipped(live); skip {
+		return targetResult{entry: stored, class: classSkipped, reason: ReasonForbiddenTarget, message: msg}
 	}
 	gvk := live.GroupVersionKind()
-	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, live.GetNamespace(), live.GetName(), r.Tenancy.OwnNamespace); ok {
-		return targetResult{live: live, entry: stored, class: classSkipped, reason: ReasonForbiddenTarget, message: fmt.Sprintf("skipped: %s; fieldops does not patch its own objects", why)}
-	}
-	if err := patchtarget.ManagedByFieldops(live); err != nil {
-		return targetResult{live: live, entry: stored, class: classSkipped, reason: ReasonForbiddenTarget, message: "skipped: " + err.Error()}
-	}
-	sh := &shadow{target: uid, name: fmt.Sprintf("%s %s", gvk.Kind, objectName(live)), events: events, stored: stored}
-	so := r.shadowObject(obj, live, stored, w.reason(uid), manager, now)
-	if !wroteBefore {
+	sh := &shadow{target: uid, name: fmt.Sprintf("%s %s", gvk.Kind, objectName(live)), events: sp.events, stored: stored}
+	so := r.shadowObject(obj, live, stored, sp.w.reason(uid), sp.manager, sp.now)
+	if !sp.wroteBefore[uid] {
 		so.PatchStatus().LastAppliedTime = nil
 	}
 	r.shadows.Store(so, sh)
@@ -546,12 +605,12 @@ func (r *Reconciler) targetPass(ctx context.Context, obj v1alpha1.Patcher, manag
 	ref.SetGroupVersionKind(gvk)
 	ref.SetNamespace(live.GetNamespace())
 	ref.SetName(live.GetName())
-	p := &pass{obj: so, manager: manager, ref: ref, live: live.DeepCopy(), applier: applier, account: account}
+	p := &pass{obj: so, manager: sp.manager, ref: ref, live: live.DeepCopy(), applier: sp.applier, account: sp.account}
 	res, _, err := skeleton.RunPhases(ctx, p, r.targetPhases())
 	if sh.pending != nil {
-		return targetResult{live: live, entry: stored, pending: sh.pending}
+		return targetResult{entry: stored, pending: sh.pending}
 	}
-	out := targetResult{live: live, requeue: res.RequeueAfter, wrote: p.res.Wrote()}
+	out := targetResult{requeue: res.RequeueAfter, wrote: p.res.Wrote()}
 	sst := so.PatchStatus()
 	entry := &targetEntry{rec: v1alpha1.TargetRecord{Namespace: live.GetNamespace(), Name: live.GetName(), UID: string(uid), Fields: int32(sst.FieldCount), ContestedBy: sst.ContestedBy, ContestedSince: sst.ContestedSince}}
 	entry.takeLedger(sst)
@@ -561,24 +620,48 @@ func (r *Reconciler) targetPass(ctx context.Context, obj v1alpha1.Patcher, manag
 	} else if p.current != nil {
 		after = p.current
 	}
-	if ownershipcore.HasManager(after, manager) || !entry.emptyLedger() {
+	if ownershipcore.HasManager(after, sp.manager) || !entry.emptyLedger() {
 		out.entry = entry
 	}
 	if p.res.Wrote() && p.res.Object != nil {
-		w.setWrote(uid, p.res.Object.GetResourceVersion())
+		sp.w.setWrote(uid, p.res.Object.GetResourceVersion())
 	}
-	c := meta.FindStatusCondition(sst.Conditions, ConditionReady)
+	classify(&out, sst, err)
+	if out.class == classApplied && res.RequeueAfter == 0 {
+		sp.w.setConverged(uid, fmt.Sprintf("%s/%d", after.GetResourceVersion(), obj.GetGeneration()))
+	} else {
+		sp.w.setConverged(uid, "")
+	}
+	return out
+}
+
+// skipped says why fieldops never patches live (its own objects, and the
+// objects it manages), as it refuses such a single target.
+func (r *Reconciler) skipped(live *unstructured.Unstructured) (string, bool) {
+	gvk := live.GroupVersionKind()
+	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, live.GetNamespace(), live.GetName(), r.Tenancy.OwnNamespace); ok {
+		return fmt.Sprintf("skipped: %s; fieldops does not patch its own objects", why), true
+	}
+	if err := patchtarget.ManagedByFieldops(live); err != nil {
+		return "skipped: " + err.Error(), true
+	}
+	return "", false
+}
+
+// classify sets the class, reason and message of a target's pass from
+// the Ready and Stalled conditions its phases left on the shadow's status
+// st, and err, the phases' error.
+func classify(out *targetResult, st *v1alpha1.FieldPatchStatus, err error) {
+	c := meta.FindStatusCondition(st.Conditions, ConditionReady)
 	switch {
 	case c != nil && c.Status == metav1.ConditionTrue && err == nil:
 		out.class = classApplied
-		if res.RequeueAfter == 0 {
-			w.setConverged(uid, fmt.Sprintf("%s/%d", after.GetResourceVersion(), obj.GetGeneration()))
-		}
-		return out
+		return
 	case c == nil:
 		out.class, out.reason, out.message = classFailed, ReasonApplyFailed, "not applied"
 	default:
 		out.reason, out.message = c.Reason, c.Message
+		out.class = classFailed
 		switch c.Reason {
 		case ReasonContested, ReasonContestTimeout:
 			out.class = classContested
@@ -586,17 +669,13 @@ func (r *Reconciler) targetPass(ctx context.Context, obj v1alpha1.Patcher, manag
 			out.class = classForbidden
 		case ReasonForbiddenTarget:
 			out.class = classSkipped
-		default:
-			out.class = classFailed
 		}
-		stalled := meta.FindStatusCondition(sst.Conditions, ConditionStalled)
+		stalled := meta.FindStatusCondition(st.Conditions, ConditionStalled)
 		out.terminal = stalled != nil && stalled.Status == metav1.ConditionTrue && c.Reason != ReasonContestTimeout
 	}
 	if err != nil && !skeleton.IsTerminal(err) {
 		out.err = err
 	}
-	w.setConverged(uid, "")
-	return out
 }
 
 // shadowObject is obj as a single-target patch of live: its spec with

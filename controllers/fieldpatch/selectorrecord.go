@@ -106,7 +106,7 @@ func (e *targetEntry) ledgerStatus(st *v1alpha1.FieldPatchStatus) {
 // kubectl fieldops status prints the paths.
 func (e *targetEntry) takeLedger(st *v1alpha1.FieldPatchStatus) {
 	e.ledger = v1alpha1.TargetLedger{}
-	if st.RecordedFields != nil && len(st.RecordedFields.Raw) > 0 && string(st.RecordedFields.Raw) != "{}" {
+	if raw := st.RecordedFields.GetRawString(); raw != "" && raw != "{}" {
 		e.ledger.RecordedFields = st.RecordedFields.DeepCopy()
 	}
 	for _, o := range st.PreviousOwners {

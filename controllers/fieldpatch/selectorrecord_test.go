@@ -25,10 +25,10 @@ import (
 func TestTargetRecordsFit5000(t *testing.T) {
 	owner := func(manager string) v1alpha1.PreviousOwner {
 		return v1alpha1.PreviousOwner{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"HTTP_PROXY\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"HTTP_PROXY\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)}
 	}
 	ledgers := []v1alpha1.TargetLedger{
-		{RecordedFields: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"HTTP_PROXY\"}":{"f:value":{}}}}}}}}}`)}, PreviousOwners: []v1alpha1.PreviousOwner{owner("helm")}},
+		{RecordedFields: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"HTTP_PROXY\"}":{"f:value":{}}}}}}}}}`), PreviousOwners: []v1alpha1.PreviousOwner{owner("helm")}},
 		{PreviousOwners: []v1alpha1.PreviousOwner{owner("argocd-controller"), owner("kubectl-edit")}},
 		{PreviousOwners: []v1alpha1.PreviousOwner{owner("flux-kustomize")}},
 	}

@@ -160,7 +160,28 @@ func (s *selectorWatches) ensure(key types.NamespacedName, scope watchScope, nsS
 		w.mu.Unlock()
 		s.enqueue(key)
 	})
-	if _, err := w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := w.informer.AddEventHandler(s.handlers(key, w)); err != nil {
+		return nil, err
+	}
+	stop := w.stop
+	go w.informer.Run(stop)
+	go func() {
+		// The initial list's events may all come before the store reports
+		// synced: one more reconcile once it does.
+		if toolscache.WaitForCacheSync(stop, w.informer.HasSynced) {
+			w.mu.Lock()
+			w.err = nil
+			w.mu.Unlock()
+			s.enqueue(key)
+		}
+	}()
+	s.m[key] = w
+	return w, nil
+}
+
+// handlers queue patch key on the events of w's objects that concern it.
+func (s *selectorWatches) handlers(key types.NamespacedName, w *selectorWatch) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o interface{}) {
 			if u, ok := o.(*unstructured.Unstructured); ok && w.concerns(u, nil) {
 				s.enqueue(key)
@@ -184,23 +205,7 @@ func (s *selectorWatches) ensure(key types.NamespacedName, scope watchScope, nsS
 				s.enqueue(key)
 			}
 		},
-	}); err != nil {
-		return nil, err
 	}
-	stop := w.stop
-	go w.informer.Run(stop)
-	go func() {
-		// The initial list's events may all come before the store reports
-		// synced: one more reconcile once it does.
-		if toolscache.WaitForCacheSync(stop, w.informer.HasSynced) {
-			w.mu.Lock()
-			w.err = nil
-			w.mu.Unlock()
-			s.enqueue(key)
-		}
-	}()
-	s.m[key] = w
-	return w, nil
 }
 
 // concerns reports whether an event of u (prev: the object before an
