@@ -228,6 +228,29 @@ spec:
 			if r := requests.Reads("/namespaces/"+ns+"/configmaps") + requests.Reads(fpPath) - reads; r != 0 {
 				t.Errorf("a quiet reconcile read %d times, want 0", r)
 			}
+			// Deletion: one guarded write per target, read from the watch,
+			// one event and the finalizer.
+			cmWrites, cmReads := 0, 0
+			for _, c := range names("cm", 0, n) {
+				cmWrites += requests.Writes("/namespaces/" + ns + "/configmaps/" + c)
+				cmReads += requests.Reads("/namespaces/" + ns + "/configmaps/" + c)
+			}
+			eventWrites := requests.WritesUnder("/namespaces/" + ns + "/events")
+			deleteAndWait(t, fp)
+			afterWrites, afterReads := 0, 0
+			for _, c := range names("cm", 0, n) {
+				afterWrites += requests.Writes("/namespaces/" + ns + "/configmaps/" + c)
+				afterReads += requests.Reads("/namespaces/" + ns + "/configmaps/" + c)
+			}
+			if w := afterWrites - cmWrites; w != n {
+				t.Errorf("deletion: %d writes of the %d targets, want one each", w, n)
+			}
+			if r := afterReads - cmReads; r != 0 {
+				t.Errorf("deletion: %d reads of the targets, want 0 (read from the watch)", r)
+			}
+			if e := requests.WritesUnder("/namespaces/"+ns+"/events") - eventWrites; e > 1 {
+				t.Errorf("deletion: %d events, want one", e)
+			}
 		})
 	}
 }
