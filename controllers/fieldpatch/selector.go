@@ -865,32 +865,39 @@ func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher,
 	events := &eventLog{}
 	var mu sync.Mutex
 	var errs []error
+	var done []types.UID
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, selectorWorkers)
-	for uid, e := range entries {
+	todo := make([]*targetEntry, 0, len(entries))
+	for _, e := range entries {
+		todo = append(todo, e)
+	}
+	for _, e := range todo {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(uid types.UID, e *targetEntry) {
+		go func(e *targetEntry) {
 			defer func() { <-sem; wg.Done() }()
+			uid := types.UID(e.rec.UID)
 			live := byUID[uid]
-			if w != nil && live == nil {
-				// Gone (the watch holds every object in scope).
-				mu.Lock()
-				delete(entries, uid)
-				mu.Unlock()
-				return
+			var err error
+			if w == nil || live != nil {
+				// (Absent from a synced watch, which holds every object
+				// in scope: gone.)
+				err = r.giveBackTarget(ctx, obj, manager, applier, gvk, e, live, events)
 			}
-			err := r.giveBackTarget(ctx, obj, manager, applier, gvk, e, live, events)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && !isGoneErr(err) {
 				errs = append(errs, fmt.Errorf("%s: %w", objectName(e.refObject()), tenant.Explain(account, err)))
 				return
 			}
-			delete(entries, uid)
-		}(uid, e)
+			done = append(done, uid)
+		}(e)
 	}
 	wg.Wait()
+	for _, uid := range done {
+		delete(entries, uid)
+	}
 	events.emit(r, obj)
 	if st.Targets != nil {
 		st.Targets.Records, st.Targets.Ledgers = writeTargets(entries)
