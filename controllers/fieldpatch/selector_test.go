@@ -490,3 +490,41 @@ spec:
 		t.Errorf("a after both deletions: owners of .data.owned %s, want [helm/Apply] (the selector patch's record, inherited)", got)
 	}
 }
+
+// Issue 31: an object fieldops manages (owned by a fieldops object) is
+// skipped with a note, as it would be refused as a single target; names
+// narrows the selector.
+func TestSelectorSkipsFieldopsObjectsAndNames(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-skip")
+	owner := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: owner, namespace: `+ns+`}
+spec:
+  suspend: true
+  target: {apiVersion: v1, kind: ConfigMap, name: nothing}
+  patch: {data: {a: "1"}}
+`)
+	helmConfigMaps(t, ns, "yes", "plain", "unnamed")
+	applyAs(t, "helm", fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: managed, namespace: %s, labels: {proxy: "yes"},
+  ownerReferences: [{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, name: owner, uid: %q}]}, data: {owned: helm}}`, ns, owner.UID))
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: sel, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}, names: [plain, managed]}
+  patch: {data: {proxy: "on"}}
+`)
+	waitTargets(t, fp, 2, 1)
+	ts := fp.Status.Targets
+	if ts.Skipped != 1 || len(ts.NotApplied) != 1 || ts.NotApplied[0].Name != "managed" || ts.NotApplied[0].Reason != "ForbiddenTarget" || !strings.Contains(ts.NotApplied[0].Message, "managed by fieldops") {
+		t.Errorf("targets %+v, want managed skipped with a note", ts)
+	}
+	for name, want := range map[string]string{"plain": "on", "managed": "", "unnamed": ""} {
+		if v, _, _ := unstructured.NestedString(live(t, configMap(t, ns, name)).Object, "data", "proxy"); v != want {
+			t.Errorf("%s: proxy %q, want %q", name, v, want)
+		}
+	}
+}
