@@ -433,9 +433,9 @@ func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) ([]Pla
 	if p.delete {
 		switch o := obj.(type) {
 		case *v1alpha1.FieldPatch:
-			return one(p.planDelete(ctx, o, &v1alpha1.FieldPatch{}, false))
+			return p.planDeleteAny(ctx, o, &v1alpha1.FieldPatch{}, false)
 		case *v1alpha1.ClusterFieldPatch:
-			return one(p.planDelete(ctx, o, &v1alpha1.ClusterFieldPatch{}, true))
+			return p.planDeleteAny(ctx, o, &v1alpha1.ClusterFieldPatch{}, true)
 		}
 		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), errDeleteKinds)
 	}

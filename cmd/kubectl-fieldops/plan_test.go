@@ -128,6 +128,31 @@ spec:
 	if want := "[ConfigMap plan-selector/a Unchanged true ConfigMap plan-selector/b Unchanged true]"; fmt.Sprint(got) != want {
 		t.Errorf("plans once applied %v, want %s", got, want)
 	}
+	// plan --delete: each target given back, helm's field to helm.
+	out, errOut, err := plugin(t, "plan", "--delete", "fieldpatch/proxy", "-n", "plan-selector", "-o", "json")
+	if err != nil {
+		t.Fatalf("plan --delete: %v\n%s", err, errOut)
+	}
+	var deletion []Plan
+	if err := json.Unmarshal([]byte(out), &deletion); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got = nil
+	for _, p := range deletion {
+		rows := map[string]string{}
+		for _, r := range p.Patch.Deletion {
+			rows[r.Path] = r.Action + " " + strings.Join(r.OwnersAfter, ",")
+		}
+		got = append(got, fmt.Sprintf("%s: %v", p.Patch.Target, rows))
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "ConfigMap plan-selector/a") || !strings.Contains(got[1], "ConfigMap plan-selector/b") {
+		t.Fatalf("plan --delete %v, want one plan per target", got)
+	}
+	for _, g := range got {
+		if !strings.Contains(g, ".data.owned:") || !strings.Contains(g, "helm") || !strings.Contains(g, ".data.proxy:") {
+			t.Errorf("plan --delete: %s; want .data.owned back to helm and .data.proxy removed", g)
+		}
+	}
 }
 
 // planOwnNamespace is the namespace TestPlan's manager runs in, as far as

@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
@@ -32,9 +34,81 @@ func (p *planner) planSelectorPatch(ctx context.Context, obj v1alpha1.Patcher) (
 		kind, existing = "ClusterFieldPatch", &v1alpha1.ClusterFieldPatch{}
 	}
 	if p.delete {
-		return nil, fmt.Errorf("%s %s: plan --delete does not plan a patch with targetSelector; kubectl fieldops status lists its targets", kind, obj.GetName())
+		return p.planDeleteSelector(ctx, obj, existing, kind)
 	}
 	return p.planSelector(ctx, obj, existing)
+}
+
+// planDeleteAny plans the deletion of obj as it is on the cluster: of
+// each of its targets for a selector patch (planDeleteSelector), else of
+// its one target (planDelete).
+func (p *planner) planDeleteAny(ctx context.Context, obj, existing v1alpha1.Patcher, cluster bool) ([]Plan, error) {
+	onCluster := existing.DeepCopyObject().(v1alpha1.Patcher)
+	if err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), onCluster); err == nil && onCluster.PatchSpec().TargetSelector != nil {
+		return p.planDeleteSelector(ctx, obj, existing, map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster])
+	}
+	plan, err := p.planDelete(ctx, obj, existing, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return []Plan{plan}, nil
+}
+
+// planDeleteSelector plans the deletion of a selector patch: one plan per
+// target in its status.targets.records, each as the controller gives that
+// target back (planDelete's rows, with the target's record, and its
+// Secret of previous values under Restore).
+func (p *planner) planDeleteSelector(ctx context.Context, obj, existing v1alpha1.Patcher, kind string) ([]Plan, error) {
+	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
+	head := Plan{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: actionDelete}
+	if err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		if apierrors.IsNotFound(err) {
+			head.Action, head.Message = actionTargetNotFound, "the patch is not on the cluster: deleting it does nothing"
+			return []Plan{head}, nil
+		}
+		return nil, err
+	}
+	head.Exists = true
+	spec, st := existing.PatchSpec(), existing.PatchStatus()
+	manager := st.FieldManager
+	if manager == "" {
+		manager = names.FieldPatch(cluster, existing.GetNamespace(), existing.GetName())
+	}
+	head.FieldManager = manager
+	gv, err := schema.ParseGroupVersion(spec.TargetSelector.APIVersion)
+	if err != nil || st.Targets == nil || len(st.Targets.Records) == 0 {
+		head.Action, head.Message = "Unchanged", "the patch wrote to no target: deleting it lets it go at once"
+		return []Plan{head}, nil
+	}
+	var plans []Plan
+	for _, rec := range st.Targets.Records {
+		one := perTarget(existing, &unstructured.Unstructured{})
+		one.PatchSpec().TargetSelector = spec.TargetSelector // the Secret of previous values is the target's own
+		one.PatchSpec().Target = v1alpha1.TargetReference{APIVersion: gv.String(), Kind: spec.TargetSelector.Kind, Namespace: rec.Namespace, Name: rec.Name}
+		rs := st.Targets.RecordStatus(rec.UID)
+		rs.FieldManager = manager
+		*one.PatchStatus() = rs
+		plan := head
+		pp := &PatchPlan{Type: string(patchintent.TypeOrApply(spec.Type)), DeletionPolicy: string(deletionPolicy(spec.DeletionPolicy)), ConflictPolicy: string(spec.ConflictPolicy),
+			Target: ObjectRef{APIVersion: gv.String(), Kind: spec.TargetSelector.Kind, Namespace: rec.Namespace, Name: rec.Name}}
+		plan.Patch = pp
+		live, err := p.deletionTarget(ctx, one, cluster)
+		if err != nil || live == nil {
+			plan.Action, plan.Message = "Unchanged", "the target is not there: nothing to give back"
+			plans = append(plans, plan)
+			continue
+		}
+		rows, notes, err := p.deletionRows(ctx, one, cluster, live, manager)
+		switch {
+		case err != nil:
+			plan.Action, plan.Message = actionFailed, redact.Message(err)
+		case len(rows) == 0:
+			plan.Action, plan.Message = "Unchanged", "the patch owns no field of the target: deleting it changes nothing there"
+		}
+		pp.Deletion, pp.Notes = rows, notes
+		plans = append(plans, plan)
+	}
+	return plans, nil
 }
 
 // planSelector plans a patch with spec.targetSelector: one plan per
@@ -81,7 +155,7 @@ func (p *planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patch
 	return plans, nil
 }
 
-// perTarget is obj as a patch of target t alone.
+// perTarget is obj as a patch of target t alone (its status left empty).
 func perTarget(obj v1alpha1.Patcher, t *unstructured.Unstructured) v1alpha1.Patcher {
 	spec := obj.PatchSpec().DeepCopy()
 	spec.TargetSelector = nil

@@ -40,7 +40,7 @@ func (r *Reconciler) previousValuesKey(obj v1alpha1.Patcher) (client.ObjectKey, 
 	name := patchintent.PreviousValuesName(obj.GetUID())
 	if sh := r.shadowOf(obj); sh != nil {
 		// A selector patch keeps one Secret per target.
-		name += "-" + string(sh.target)
+		name = patchintent.PreviousValuesTargetName(obj.GetUID(), sh.target)
 	}
 	if !r.Cluster {
 		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, nil
