@@ -528,3 +528,41 @@ spec:
 		}
 	}
 }
+
+// Issue 31: a ClusterFieldPatch selects objects of a cluster-scoped kind
+// (no namespaceSelector); deleting it takes its annotation off each.
+func TestSelectorClusterScoped(t *testing.T) {
+	t.Parallel()
+	one := kit.Namespace(t, "sel-cluster-one", "sel-cluster-scoped", "yes")
+	two := kit.Namespace(t, "sel-cluster-two", "sel-cluster-scoped", "yes")
+	no := kit.Namespace(t, "sel-cluster-no")
+	cfp := &v1alpha1.ClusterFieldPatch{}
+	if err := yamlCreate(`
+apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: sel-cluster-scoped}
+spec:
+  targetSelector:
+    apiVersion: v1
+    kind: Namespace
+    labelSelector: {matchLabels: {sel-cluster-scoped: "yes"}}
+  patch: {metadata: {annotations: {example.com/cost-center: platform}}}
+`, cfp); err != nil {
+		t.Fatal(err)
+	}
+	waitTargets(t, cfp, 2, 2)
+	annotation := func(ns string) string {
+		return live(t, obj(t, "{apiVersion: v1, kind: Namespace, metadata: {name: "+ns+"}}")).GetAnnotations()["example.com/cost-center"]
+	}
+	for ns, want := range map[string]string{one: "platform", two: "platform", no: ""} {
+		if got := annotation(ns); got != want {
+			t.Errorf("namespace %s: annotation %q, want %q", ns, got, want)
+		}
+	}
+	deleteAndWait(t, cfp)
+	for _, ns := range []string{one, two} {
+		if got := annotation(ns); got != "" {
+			t.Errorf("namespace %s keeps the annotation %q after the deletion", ns, got)
+		}
+	}
+}
