@@ -49,3 +49,26 @@ func (p *ClusterFieldPatch) PatchStatus() *FieldPatchStatus { return &p.Status }
 
 // TargetNamespace implements Patcher.
 func (p *ClusterFieldPatch) TargetNamespace() string { return p.Spec.Target.Namespace }
+
+// RecordStatus is the record of previous owners ts holds for the target
+// with uid, as the status of a single-target patch holds it (targetUID,
+// recordedFields, previousOwners): what the controller, and kubectl
+// fieldops plan, continue for that target. Empty when ts has none.
+func (ts *TargetsStatus) RecordStatus(uid string) FieldPatchStatus {
+	var st FieldPatchStatus
+	if ts == nil {
+		return st
+	}
+	for _, r := range ts.Records {
+		if r.UID != uid {
+			continue
+		}
+		st.TargetUID = uid
+		if r.Ledger != nil && int(*r.Ledger) >= 0 && int(*r.Ledger) < len(ts.Ledgers) {
+			l := ts.Ledgers[*r.Ledger].DeepCopy()
+			st.RecordedFields, st.PreviousOwners = l.RecordedFields, l.PreviousOwners
+		}
+		break
+	}
+	return st
+}

@@ -134,13 +134,67 @@ type TargetReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// TargetSelector names every object a FieldPatch or ClusterFieldPatch
+// changes: the objects of one kind whose labels match LabelSelector (and,
+// when Names is set, whose name is one of Names), in the patch's own
+// namespace for a FieldPatch, in the namespaces NamespaceSelector matches
+// for a ClusterFieldPatch (or every object of a cluster-scoped kind). An
+// object that matches later is patched when its watch event comes; one
+// that stops matching gets its fields back under spec.deletionPolicy.
+// The kind cannot change once set; the selectors and names can.
+// +kubebuilder:validation:XValidation:rule="self.apiVersion == oldSelf.apiVersion && self.kind == oldSelf.kind",message="targetSelector.apiVersion and targetSelector.kind are immutable"
+type TargetSelector struct {
+	// APIVersion of the targets, e.g. "apps/v1" (the form of
+	// target.apiVersion).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$`
+	APIVersion string `json:"apiVersion"`
+	// Kind of the targets, e.g. "DaemonSet" (the form of target.kind).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$`
+	Kind string `json:"kind"`
+	// LabelSelector selects the targets by their labels (the apiserver's
+	// label selector: matchLabels and matchExpressions). Required; `{}`
+	// selects every object of the kind in scope.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector"`
+	// Names, when set, narrows the targets to the objects with these
+	// names (that LabelSelector matches too).
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	Names []string `json:"names,omitempty"`
+	// NamespaceSelector selects, for a ClusterFieldPatch, the namespaces
+	// whose objects of a namespaced kind are targets, by the Namespace's
+	// labels (`{}`: every namespace; kubernetes.io/metadata.name matches
+	// one by name). Required there for a namespaced kind; refused for a
+	// cluster-scoped kind and on a FieldPatch, whose targets are in its
+	// own namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
 // FieldPatchSpec is the intent of a FieldPatch or ClusterFieldPatch.
 // +kubebuilder:validation:XValidation:rule="!has(self.conflictPolicy) || self.conflictPolicy != 'Plugin' || (has(self.conflictPlugin) && size(self.conflictPlugin) > 0)",message="conflictPolicy Plugin needs conflictPlugin"
 // +kubebuilder:validation:XValidation:rule="!(has(self.expiresAfter) && has(self.expiresAt))",message="expiresAfter and expiresAt are exclusive: set one"
+// +kubebuilder:validation:XValidation:rule="has(self.target) != has(self.targetSelector)",message="set exactly one of target (one object, by target.name) and targetSelector (every object it matches)"
+// +kubebuilder:validation:XValidation:rule="has(self.targetSelector) == has(oldSelf.targetSelector)",message="a patch cannot switch between target and targetSelector: create a new one"
 type FieldPatchSpec struct {
-	// Target is the object to patch. It cannot change once set.
+	// Target is the object to patch, by name. It cannot change once set.
+	// Exclusive with TargetSelector: set exactly one.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="target is immutable"
-	Target TargetReference `json:"target"`
+	// +optional
+	Target TargetReference `json:"target,omitzero"`
+
+	// TargetSelector patches every object it matches, including objects
+	// created later, each under the patch's one field manager with its own
+	// record of previous owners (status.targets). Exclusive with Target:
+	// set exactly one.
+	// +optional
+	TargetSelector *TargetSelector `json:"targetSelector,omitempty"`
 
 	// Type says how Patch is read. Apply (default) is Server-Side Apply of a
 	// partial object; StrategicMerge, Merge and JSON are computed against the
@@ -347,6 +401,125 @@ type FieldPatchStatus struct {
 	// does not expire.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	// Targets is the state of a patch with spec.targetSelector: counts,
+	// the targets not applied, and one record per target it wrote to.
+	// The single-target fields above (targetUID, managedFields,
+	// recordedFields, previousOwners, contestedBy) stay empty then;
+	// fieldCount counts the fields owned on every target.
+	// +optional
+	Targets *TargetsStatus `json:"targets,omitempty"`
+}
+
+// MaxNotApplied bounds TargetsStatus.NotApplied.
+const MaxNotApplied = 20
+
+// TargetsStatus is the state of a selector patch (spec.targetSelector)
+// across its targets.
+//
+// Size: the record of each target is its name, UID, field count and an
+// index into Ledgers, about 130 bytes in JSON; the records of previous
+// owners (Ledgers) are stored once per distinct record, and the targets of
+// one chart or one controller have the same previous owners of the same
+// fields, so they share one. 5,000 targets with a few distinct records
+// take about 0.65 MB, under etcd's default limit of 1.5 MiB per object.
+// Neither holds a value of a target: field paths and field managers only
+// (deletionPolicy Restore keeps previous values in one Secret per target,
+// owned by the patch).
+type TargetsStatus struct {
+	// Matched is how many objects the selector matches now.
+	Matched int32 `json:"matched"`
+	// Applied is how many of them hold the patch as the last reconcile
+	// left them (applied, or unchanged because they already did).
+	Applied int32 `json:"applied"`
+	// Contested is how many of them another field manager keeps taking
+	// patched fields back on (or another fieldops object took them).
+	Contested int32 `json:"contested"`
+	// Failed is how many of them the patch could not apply (a conflict
+	// under Fail, an invalid patch for that object, a refused write).
+	Failed int32 `json:"failed"`
+	// Forbidden is how many of them the account the patch acts as may not
+	// read or write (RBAC).
+	Forbidden int32 `json:"forbidden"`
+	// Skipped is how many of them fieldops never patches (its own objects
+	// and the objects it manages), each with a note in NotApplied.
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
+	// NotApplied lists targets that are not applied, with the reason, at
+	// most MaxNotApplied (20) of them, sorted by namespace and name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	NotApplied []TargetProblem `json:"notApplied,omitempty"`
+	// Records are the targets the patch's field manager wrote to, sorted
+	// by namespace and name: what deletion, or a target that stops
+	// matching, gives back.
+	// +optional
+	// +listType=atomic
+	Records []TargetRecord `json:"records,omitempty"`
+	// Ledgers are the distinct records of previous owners, which Records
+	// name by index.
+	// +optional
+	// +listType=atomic
+	Ledgers []TargetLedger `json:"ledgers,omitempty"`
+}
+
+// TargetProblem is one target a selector patch is not applied to.
+type TargetProblem struct {
+	// Namespace of the target, empty for a cluster-scoped one.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the target.
+	Name string `json:"name"`
+	// Reason is the reason the Ready condition would carry for this target
+	// alone (Conflict, Contested, Forbidden, ForbiddenTarget, ...; see the
+	// troubleshooting guide).
+	Reason string `json:"reason"`
+	// Message says why, naming fields and field managers, never values.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// TargetRecord is a selector patch's record of one target it wrote to.
+type TargetRecord struct {
+	// Namespace of the target, empty for a cluster-scoped one.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the target.
+	Name string `json:"name"`
+	// UID of the target: a recreated target (a new UID) is a new target.
+	UID string `json:"uid"`
+	// Fields is how many fields the patch's field manager owns on it.
+	// +optional
+	Fields int32 `json:"fields,omitempty"`
+	// Ledger is the index in TargetsStatus.Ledgers of the record of
+	// previous owners of this target's fields; absent: none recorded.
+	// +optional
+	Ledger *int32 `json:"ledger,omitempty"`
+	// ContestedBy names the field manager that keeps taking patched fields
+	// of this target back, while that lasts.
+	// +optional
+	ContestedBy string `json:"contestedBy,omitempty"`
+	// ContestedSince is when ContestedBy began; spec.contestTimeout counts
+	// from it.
+	// +optional
+	ContestedSince *metav1.Time `json:"contestedSince,omitempty"`
+}
+
+// TargetLedger is one record of previous owners (status.recordedFields
+// and status.previousOwners of a single-target patch), shared by every
+// target of a selector patch whose record is the same.
+type TargetLedger struct {
+	// RecordedFields is the set of intent fields whose previous owners
+	// were recorded, in FieldsV1 form.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +mapType=atomic
+	RecordedFields *metav1.FieldsV1 `json:"recordedFields,omitempty"`
+	// PreviousOwners are the owners of those fields before the patch
+	// first wrote them (see FieldPatchStatus.PreviousOwners).
+	// +optional
+	// +listType=atomic
+	PreviousOwners []PreviousOwner `json:"previousOwners,omitempty"`
 }
 
 // FieldPatch changes fields of an object in its own namespace that it does
@@ -358,6 +531,8 @@ type FieldPatchStatus struct {
 // +kubebuilder:resource:categories=fieldops,shortName=fp
 // +kubebuilder:printcolumn:name="Target-Kind",type=string,JSONPath=`.spec.target.kind`,description="The kind of the patched object."
 // +kubebuilder:printcolumn:name="Target-Name",type=string,JSONPath=`.spec.target.name`,description="The name of the patched object, in the patch's namespace."
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.targets.matched`,priority=1,description="With targetSelector: how many objects the selector matches."
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.targets.applied`,priority=1,description="With targetSelector: how many matched objects hold the patch."
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason: why the patch is or is not applied."
 // +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`,description="How many fields the patch's field manager owns on the target."
@@ -389,6 +564,8 @@ type FieldPatchList struct {
 // +kubebuilder:printcolumn:name="Target-Kind",type=string,JSONPath=`.spec.target.kind`,description="The kind of the patched object."
 // +kubebuilder:printcolumn:name="Target-Namespace",type=string,JSONPath=`.spec.target.namespace`,description="The namespace of the patched object; empty for a cluster-scoped one."
 // +kubebuilder:printcolumn:name="Target-Name",type=string,JSONPath=`.spec.target.name`,description="The name of the patched object."
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.targets.matched`,priority=1,description="With targetSelector: how many objects the selector matches."
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.targets.applied`,priority=1,description="With targetSelector: how many matched objects hold the patch."
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition's status."
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The Ready condition's reason: why the patch is or is not applied."
 // +kubebuilder:printcolumn:name="Fields",type=integer,JSONPath=`.status.fieldCount`,description="How many fields the patch's field manager owns on the target."

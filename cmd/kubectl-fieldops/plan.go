@@ -276,14 +276,16 @@ func (o *planOptions) run(ctx context.Context) error {
 	plans := make([]Plan, 0, len(docs))
 	failed := 0
 	for _, d := range docs {
-		plan, err := p.plan(ctx, d)
+		ps, err := p.plan(ctx, d)
 		if err != nil {
 			return err
 		}
-		if plan.failed() {
-			failed++
+		for _, plan := range ps {
+			if plan.failed() {
+				failed++
+			}
+			plans = append(plans, plan)
 		}
-		plans = append(plans, plan)
 	}
 	if !o.output.table() {
 		named := make([]*unstructured.Unstructured, 0, len(plans))
@@ -399,7 +401,15 @@ func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own, delete: o.delete}, nil
 }
 
-func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan, error) {
+// A selector patch (spec.targetSelector) gets one plan per matching
+// target (planSelector).
+func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) ([]Plan, error) {
+	one := func(plan Plan, err error) ([]Plan, error) {
+		if err != nil {
+			return nil, err
+		}
+		return []Plan{plan}, nil
+	}
 	var obj client.Object
 	switch u.GetKind() {
 	case "FieldPatch":
@@ -409,30 +419,33 @@ func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) (Plan,
 	case "ManagedWorkload":
 		obj = &v1alpha1.ManagedWorkload{}
 	default:
-		return Plan{}, fmt.Errorf("%s %s: plan knows FieldPatch, ClusterFieldPatch and ManagedWorkload", u.GetKind(), u.GetName())
+		return nil, fmt.Errorf("%s %s: plan knows FieldPatch, ClusterFieldPatch and ManagedWorkload", u.GetKind(), u.GetName())
 	}
 	if u.GetKind() != "ClusterFieldPatch" && u.GetNamespace() == "" {
 		u.SetNamespace(p.ns)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
-		return Plan{}, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	if pt, ok := obj.(v1alpha1.Patcher); ok && pt.PatchSpec().TargetSelector != nil {
+		return p.planSelectorPatch(ctx, pt)
 	}
 	if p.delete {
 		switch o := obj.(type) {
 		case *v1alpha1.FieldPatch:
-			return p.planDelete(ctx, o, &v1alpha1.FieldPatch{}, false)
+			return p.planDeleteAny(ctx, o, &v1alpha1.FieldPatch{}, false)
 		case *v1alpha1.ClusterFieldPatch:
-			return p.planDelete(ctx, o, &v1alpha1.ClusterFieldPatch{}, true)
+			return p.planDeleteAny(ctx, o, &v1alpha1.ClusterFieldPatch{}, true)
 		}
-		return Plan{}, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), errDeleteKinds)
+		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), errDeleteKinds)
 	}
 	switch o := obj.(type) {
 	case *v1alpha1.FieldPatch:
-		return p.planPatch(ctx, o, &v1alpha1.FieldPatch{})
+		return one(p.planPatch(ctx, o, &v1alpha1.FieldPatch{}))
 	case *v1alpha1.ClusterFieldPatch:
-		return p.planPatch(ctx, o, &v1alpha1.ClusterFieldPatch{})
+		return one(p.planPatch(ctx, o, &v1alpha1.ClusterFieldPatch{}))
 	default:
-		return p.planWorkload(ctx, obj.(*v1alpha1.ManagedWorkload))
+		return one(p.planWorkload(ctx, obj.(*v1alpha1.ManagedWorkload)))
 	}
 }
 
@@ -456,9 +469,21 @@ func (p *planner) admit(ctx context.Context, obj, existing client.Object) (bool,
 // previous owners → fields that leave the patch (Decision.GiveBack) →
 // apply with the patch's conflict strategy, dryRun=All → the record
 // (RecordForced, Decision.Applied).
+func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
+	exists, err := p.admit(ctx, obj, existing)
+	st := &v1alpha1.FieldPatchStatus{}
+	if exists {
+		st = existing.PatchStatus()
+	}
+	return p.planPatchWith(ctx, obj, st, exists, err)
+}
+
+// planPatchWith is planPatch with the patch's admission done: whether it
+// exists (or the error of its admission) and the status whose record the
+// controller continues.
 //
 //nolint:gocyclo // one case per outcome of a planned apply (conflict strategy, yield, force, ignore), as the controller decides them.
-func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
+func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v1alpha1.FieldPatchStatus, exists bool, admitErr error) (Plan, error) {
 	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
 	spec := obj.PatchSpec()
 	manager := names.FieldPatch(cluster, obj.GetNamespace(), obj.GetName())
@@ -479,15 +504,10 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 		plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, redact.Message(err))
 		return plan, nil
 	}
-	exists, err := p.admit(ctx, obj, existing)
-	if err != nil {
-		return invalid(err)
+	if admitErr != nil {
+		return invalid(admitErr)
 	}
 	plan.Exists = exists
-	st := &v1alpha1.FieldPatchStatus{}
-	if exists {
-		st = existing.PatchStatus()
-	}
 	strategy, policy, notes, err := p.patchStrategy(spec, func(err error) {
 		pp.Notes = append(pp.Notes, fmt.Sprintf("the plugin %q failed (%v): its fallback decided the conflicts, as in the controller, which reports it with the PluginFailure condition and a PluginFailed event", spec.ConflictPlugin, err))
 	})

@@ -36,7 +36,7 @@ import (
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete", "plan-selector"}
 
 // planPluginConfig is the --plugin-config of TestPlan's manager, which
 // plan is given too.
@@ -84,6 +84,75 @@ func TestPlan(t *testing.T) {
 	t.Run("PluginFailure", testPlanPluginFailure)
 	t.Run("RefusedTargets", testPlanRefusesWhatTheControllerRefuses)
 	t.Run("Delete", testPlanDelete)
+	t.Run("Selector", testPlanSelector)
+}
+
+// Issue 31: a selector patch is planned for every object it matches, each
+// as the controller reconciles that target (its record of previous owners
+// included); once applied, every target plans Unchanged.
+func testPlanSelector(t *testing.T) {
+	createNamespace(t, "plan-selector")
+	for _, n := range []string{"a", "b", "other"} {
+		label := "yes"
+		if n == "other" {
+			label = "no"
+		}
+		applyAs(t, "helm", fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: %s, namespace: plan-selector, labels: {proxy: %q}}, data: {owned: helm}}", n, label))
+	}
+	y := `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: proxy, namespace: plan-selector}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {owned: mine, proxy: "http://proxy:3128"}}
+`
+	file := planFile(t, y)
+	plans := planJSON(t, file)
+	var got []string
+	for _, p := range plans {
+		owners := ""
+		if p.Patch != nil && len(p.Patch.PreviousOwners) > 0 {
+			owners = p.Patch.PreviousOwners[0].Manager
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", p.Patch.Target, p.Action, owners))
+	}
+	if want := "[ConfigMap plan-selector/a Configured helm ConfigMap plan-selector/b Configured helm]"; fmt.Sprint(got) != want {
+		t.Errorf("plans %v, want %s", got, want)
+	}
+	createAndWaitReady(t, y)
+	plans = planJSON(t, file)
+	got = nil
+	for _, p := range plans {
+		got = append(got, fmt.Sprintf("%s %s %v", p.Patch.Target, p.Action, p.Exists))
+	}
+	if want := "[ConfigMap plan-selector/a Unchanged true ConfigMap plan-selector/b Unchanged true]"; fmt.Sprint(got) != want {
+		t.Errorf("plans once applied %v, want %s", got, want)
+	}
+	// plan --delete: each target given back, helm's field to helm.
+	out, errOut, err := plugin(t, "plan", "--delete", "fieldpatch/proxy", "-n", "plan-selector", "-o", "json")
+	if err != nil {
+		t.Fatalf("plan --delete: %v\n%s", err, errOut)
+	}
+	var deletion []Plan
+	if err := json.Unmarshal([]byte(out), &deletion); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got = nil
+	for _, p := range deletion {
+		rows := map[string]string{}
+		for _, r := range p.Patch.Deletion {
+			rows[r.Path] = r.Action + " " + strings.Join(r.OwnersAfter, ",")
+		}
+		got = append(got, fmt.Sprintf("%s: %v", p.Patch.Target, rows))
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "ConfigMap plan-selector/a") || !strings.Contains(got[1], "ConfigMap plan-selector/b") {
+		t.Fatalf("plan --delete %v, want one plan per target", got)
+	}
+	for _, g := range got {
+		if !strings.Contains(g, ".data.owned:") || !strings.Contains(g, "helm") || !strings.Contains(g, ".data.proxy:") {
+			t.Errorf("plan --delete: %s; want .data.owned back to helm and .data.proxy removed", g)
+		}
+	}
 }
 
 // planOwnNamespace is the namespace TestPlan's manager runs in, as far as

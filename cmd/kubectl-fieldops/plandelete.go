@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -172,6 +173,9 @@ func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 // rights; note says what the plan cannot know.
 func (p *planner) previousValues(ctx context.Context, obj v1alpha1.Patcher, cluster bool, uid string) (*unstructured.Unstructured, string) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: patchintent.PreviousValuesName(obj.GetUID())}
+	if obj.PatchSpec().TargetSelector != nil {
+		key.Name = patchintent.PreviousValuesTargetName(obj.GetUID(), types.UID(uid))
+	}
 	if cluster {
 		key.Namespace = p.ownNamespace
 	}

@@ -86,6 +86,22 @@ type StatusRow struct {
 	Message   string `json:"message,omitempty"`
 	Contested string `json:"contested,omitempty"`
 	Detail    string `json:"detail,omitempty"`
+	// Targets are the targets of a selector patch (spec.targetSelector):
+	// those it wrote to (status.targets.records) and those not applied
+	// (status.targets.notApplied, the first 20).
+	Targets []TargetRow `json:"targets,omitempty"`
+}
+
+// TargetRow is one target of a selector patch.
+type TargetRow struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// State is Applied, or the reason the target is not applied.
+	State string `json:"state"`
+	// Fields is how many fields the patch owns on it.
+	Fields    int32  `json:"fields,omitempty"`
+	Contested string `json:"contested,omitempty"`
+	Message   string `json:"message,omitempty"`
 }
 
 //nolint:gocyclo // one branch per fieldops kind and output format.
@@ -227,6 +243,10 @@ func patchRow(kind string, m *metav1.ObjectMeta, spec *v1alpha1.FieldPatchSpec, 
 	if r.Contested == "" && r.Reason == "Conflict" {
 		r.Contested = conflictManagers(r.Message)
 	}
+	if spec.TargetSelector != nil {
+		selectorDetail(&r, spec.TargetSelector, st)
+		return r
+	}
 	target := spec.Target.Kind + "/" + spec.Target.Name
 	if spec.Target.Namespace != "" {
 		target = spec.Target.Kind + "/" + spec.Target.Namespace + "/" + spec.Target.Name
@@ -236,6 +256,81 @@ func patchRow(kind string, m *metav1.ObjectMeta, spec *v1alpha1.FieldPatchSpec, 
 		r.Detail += ", " + expiresIn(st.ExpiresAt.Time, time.Now())
 	}
 	return r
+}
+
+// selectorDetail fills r for a selector patch: the kind and selector, the
+// counts, the first targets not applied (DETAIL), the managers contesting
+// its fields (CONTESTED) and every target it wrote to or could not apply
+// (Targets, for -o json and yaml).
+func selectorDetail(r *StatusRow, sel *v1alpha1.TargetSelector, st *v1alpha1.FieldPatchStatus) {
+	what := sel.Kind
+	if s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector); err == nil {
+		if s.Empty() {
+			what += " (every one)"
+		} else {
+			what += " " + s.String()
+		}
+	}
+	ts := st.Targets
+	if ts == nil {
+		r.Detail = what + ", not listed yet"
+		return
+	}
+	r.Detail = what + ": " + targetCounts(ts, st.FieldCount)
+	notApplied := map[string]v1alpha1.TargetProblem{}
+	var first []string
+	for _, p := range ts.NotApplied {
+		notApplied[p.Namespace+"/"+p.Name] = p
+		if len(first) < 3 {
+			first = append(first, fmt.Sprintf("%s (%s)", objectPath(p.Namespace, p.Name), p.Reason))
+		}
+	}
+	if len(first) > 0 {
+		r.Detail += "; not applied: " + strings.Join(first, ", ")
+	}
+	var contested []string
+	for _, rec := range ts.Records {
+		row := TargetRow{Namespace: rec.Namespace, Name: rec.Name, State: "Applied", Fields: rec.Fields, Contested: rec.ContestedBy}
+		if p, ok := notApplied[rec.Namespace+"/"+rec.Name]; ok {
+			row.State, row.Message = p.Reason, p.Message
+			delete(notApplied, rec.Namespace+"/"+rec.Name)
+		}
+		if rec.ContestedBy != "" && !slices.Contains(contested, rec.ContestedBy) {
+			contested = append(contested, rec.ContestedBy)
+		}
+		r.Targets = append(r.Targets, row)
+	}
+	for _, p := range ts.NotApplied {
+		if _, ok := notApplied[p.Namespace+"/"+p.Name]; ok {
+			r.Targets = append(r.Targets, TargetRow{Namespace: p.Namespace, Name: p.Name, State: p.Reason, Message: p.Message})
+		}
+	}
+	if r.Contested == "" {
+		r.Contested = strings.Join(contested, ",")
+	}
+}
+
+// targetCounts prints a selector patch's counts, those that are 0 aside
+// (matched and applied always).
+func targetCounts(ts *v1alpha1.TargetsStatus, fields int) string {
+	out := fmt.Sprintf("%d matched, %d applied, %d fields", ts.Matched, ts.Applied, fields)
+	for _, n := range []struct {
+		count int32
+		what  string
+	}{{ts.Contested, "contested"}, {ts.Failed, "failed"}, {ts.Forbidden, "forbidden"}, {ts.Skipped, "skipped"}} {
+		if n.count > 0 {
+			out += fmt.Sprintf(", %d %s", n.count, n.what)
+		}
+	}
+	return out
+}
+
+// objectPath is namespace/name, or name for a cluster-scoped object.
+func objectPath(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // expiresIn says when a patch expires, as the time left.

@@ -236,3 +236,39 @@ func TestExpiresIn(t *testing.T) {
 		}
 	}
 }
+
+// Issue 31: status shows a selector patch's counts, its first targets not
+// applied, the managers contesting its fields, and (-o json) every target.
+func TestStatusSelector(t *testing.T) {
+	createNamespace(t, "selectors")
+	one := int32(0)
+	fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: "proxy", Namespace: "selectors"},
+		Spec: v1alpha1.FieldPatchSpec{Patch: runtime.RawExtension{Raw: []byte(`{"data":{"proxy":"http://proxy:3128"}}`)},
+			TargetSelector: &v1alpha1.TargetSelector{APIVersion: "v1", Kind: "ConfigMap", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"proxy": "yes"}}}}}
+	create(t, fp, func() {
+		fp.Status.Conditions = readyCondition(metav1.ConditionFalse, "TargetsNotApplied", "1 of 3 matching ConfigMap not applied")
+		fp.Status.FieldCount = 2
+		fp.Status.Targets = &v1alpha1.TargetsStatus{Matched: 3, Applied: 2, Contested: 1,
+			NotApplied: []v1alpha1.TargetProblem{{Namespace: "selectors", Name: "c", Reason: "Contested", Message: `field manager "sidecar-injector" keeps taking back patched fields`}},
+			Records: []v1alpha1.TargetRecord{
+				{Namespace: "selectors", Name: "a", UID: "u-a", Fields: 1, Ledger: &one},
+				{Namespace: "selectors", Name: "b", UID: "u-b", Fields: 1},
+				{Namespace: "selectors", Name: "c", UID: "u-c", ContestedBy: "sidecar-injector"},
+			},
+			Ledgers: []v1alpha1.TargetLedger{{PreviousOwners: []v1alpha1.PreviousOwner{{Manager: "helm", Operation: "Apply", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:proxy":{}}}`)}}}},
+		}
+	})
+	out, stderr, err := plugin(t, "status", "-n", "selectors")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"ConfigMap proxy=yes: 3 matched, 2 applied, 2 fields, 1 contested; not applied: selectors/c (Contested)", "sidecar-injector", "TargetsNotApplied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status: no %q in\n%s", want, out)
+		}
+	}
+	out, stderr, err = plugin(t, "status", "-n", "selectors", "-o", "jsonpath={range .items[0].targets[*]}{.name}={.state}/{.fields}/{.contested};{end}")
+	if want := "a=Applied/1/;b=Applied/1/;c=Contested//sidecar-injector;"; err != nil || out != want {
+		t.Errorf("status targets: %v %q, want %q (%s)", err, out, want, stderr)
+	}
+}

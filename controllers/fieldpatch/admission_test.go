@@ -51,7 +51,16 @@ func TestAdmissionRefusesInvalidSpecs(t *testing.T) {
 		{name: "kind-digit", spec: `{target: {apiVersion: apps/v1, kind: 1Deployment, name: web}, patch: {spec: {replicas: 1}}}`, refused: "spec.target.kind"},
 		{name: "cluster-name-slash", cluster: true, spec: `{target: {apiVersion: v1, kind: Namespace, name: a/b}, patch: {metadata: {labels: {a: b}}}}`, refused: "name may not contain '/' or '%'"},
 
+		// spec.targetSelector (issue 31): exactly one of target and targetSelector.
+		{name: "selector-and-target", spec: `{target: {apiVersion: v1, kind: ConfigMap, name: c}, targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {}}, patch: {data: {a: "1"}}}`, refused: "set exactly one of target"},
+		{name: "neither-target", spec: `{patch: {data: {a: "1"}}}`, refused: "set exactly one of target"},
+		{name: "selector-no-labels", spec: `{targetSelector: {apiVersion: v1, kind: ConfigMap}, patch: {data: {a: "1"}}}`, refused: "spec.targetSelector.labelSelector"},
+		{name: "selector-kind-digit", spec: `{targetSelector: {apiVersion: v1, kind: 1Map, labelSelector: {}}, patch: {data: {a: "1"}}}`, refused: "spec.targetSelector.kind"},
+		{name: "selector-empty-name", spec: `{targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {}, names: [""]}, patch: {data: {a: "1"}}}`, refused: "spec.targetSelector.names"},
+
 		// Accepted: names the apiserver serves.
+		{name: "selector", spec: `{targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: none}}, names: [c]}, patch: {data: {a: "1"}}}`},
+		{name: "cluster-selector", cluster: true, spec: `{targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: none}}, namespaceSelector: {matchLabels: {team: none}}}, patch: {data: {a: "1"}}}`},
 		{name: "fallback-yield", spec: `{target: {apiVersion: v1, kind: ConfigMap, name: c}, patch: {data: {a: "1"}}, conflictPolicy: Plugin, conflictPlugin: p, conflictPluginFallback: Yield}`},
 		{name: "name-colon", cluster: true, spec: `{target: {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: "system:fieldops-test"}, patch: {metadata: {labels: {a: b}}}}`},
 		{name: "name-253", spec: `{target: {apiVersion: v1, kind: ConfigMap, name: ` + long[:253] + `}, patch: {data: {a: "1"}}}`},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,6 +98,10 @@ type Reconciler struct {
 	// through wake.
 	timers expiryTimers
 	wake   chan event.GenericEvent
+	// selectors watch the targets of selector patches; shadows are the
+	// single-target copies their target passes run on (selector.go).
+	selectors *selectorWatches
+	shadows   sync.Map
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -127,6 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.wake = make(chan event.GenericEvent)
+	r.selectors = newSelectorWatches(mgr.GetConfig())
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
@@ -134,6 +140,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Build(r)
 	if err != nil {
+		return err
+	}
+	if err := c.Watch(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.selectors.start(ctx, q)
+		return nil
+	})); err != nil {
 		return err
 	}
 	r.watches, err = watch.New(mgr, c, list, targetIndex)
@@ -169,6 +181,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			Phases: []skeleton.Phase[*pass]{
 				{Name: "expiry", Run: r.phaseExpiry},
 				{Name: "settings", Run: r.phaseSettings},
+				{Name: "selector", Run: r.phaseSelector},
 				{Name: "target", Run: r.phaseTarget},
 				{Name: "intent", Run: r.phaseIntent},
 				{Name: "record", Run: r.phaseRecord},
@@ -183,6 +196,9 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 				r.timers.stop(key)
 				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
 				r.watches.Release(key) // its target is watched no more
+				if r.selectors != nil {
+					r.selectors.release(key)
+				}
 			},
 			Written: func(obj v1alpha1.Patcher, gone bool) {
 				contestedBy := obj.PatchStatus().ContestedBy
@@ -244,7 +260,14 @@ func targetErr(err error) error {
 
 // event records an event about obj; its note is cleaned and bounded
 // (notes.Event), so that the apiserver accepts it.
+//
+// An event about a target's pass of a selector patch (a shadow) is
+// collected instead, and recorded once per reason per reconcile.
 func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, args ...interface{}) {
+	if sh := r.shadowOf(obj); sh != nil {
+		sh.events.add(typ, reason, sh.name+": "+notes.Event(format, args...))
+		return
+	}
 	if r.Recorder != nil {
 		r.Recorder.Eventf(obj, nil, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
 	}

@@ -61,7 +61,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	if manager == "" {
 		manager = r.managerName(obj)
 	}
-	if err := r.giveBackOnDelete(ctx, obj, manager); err != nil {
+	giveBack := r.giveBackOnDelete
+	if obj.PatchSpec().TargetSelector != nil {
+		giveBack = r.giveBackSelector
+	}
+	if err := giveBack(ctx, obj, manager); err != nil {
 		// Forbidden included: the finalizer stays until the account may
 		// give the fields back; never a partial hand-back.
 		return r.deleteFailed(obj, err)
@@ -96,7 +100,7 @@ func (r *Reconciler) giveBackOnDelete(ctx context.Context, obj v1alpha1.Patcher,
 		return tenant.Explain(account, err)
 	}
 	ref.SetUID(uid)
-	if err := r.giveBack(ctx, applier, obj, ref, manager); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
+	if err := r.giveBack(ctx, applier, obj, ref, manager, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
 		return tenant.Explain(account, err)
 	}
 	return nil
@@ -137,11 +141,16 @@ func (r *Reconciler) writtenTo(ctx context.Context, applier *ownershipcore.Appli
 // one JSON patch guarded by its UID and resourceVersion (a stale copy
 // costs a refused write and a fresh read). One event reports what
 // happened.
-func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string) error {
+//
+// cached, when not nil, is the target as a watch holds it (a selector
+// patch's), read instead of the target cache.
+func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string, cached *unstructured.Unstructured) error {
 	st, policy := obj.PatchStatus(), obj.PatchSpec().DeletionPolicy
-	live, err := applier.Get(ctx, ref)
-	if err != nil {
-		return err
+	live, err := cached, error(nil)
+	if live == nil {
+		if live, err = applier.Get(ctx, ref); err != nil {
+			return err
+		}
 	}
 	if live == nil || live.GetUID() != ref.GetUID() || !ownershipcore.HasManager(live, manager) {
 		// Gone, replaced, or no entry of ours: make sure on a fresh read

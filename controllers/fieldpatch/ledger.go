@@ -133,7 +133,16 @@ func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownership
 		}
 		var st v1alpha1.FieldPatchStatus
 		raw, _, _ := unstructured.NestedMap(u.Object, "status")
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil || st.FieldManager != e.Manager || st.TargetUID != p.uid() {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+			continue
+		}
+		if st.Targets != nil {
+			// A selector patch keeps one record per target.
+			rs := st.Targets.RecordStatus(p.uid())
+			rs.FieldManager = st.FieldManager
+			st = rs
+		}
+		if st.FieldManager != e.Manager || st.TargetUID != p.uid() {
 			continue
 		}
 		l, err := patchintent.ReadLedger(&st, p.uid())
@@ -178,6 +187,9 @@ func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners owner
 // stays as it is. It returns the record as saved (or as stored, when
 // nothing was written).
 func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+	if sh := r.shadowOf(p.obj); sh != nil {
+		return r.saveShadowRecord(sh, p, owners, present, change)
+	}
 	uid := p.uid()
 	fresh := r.newObject()
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {

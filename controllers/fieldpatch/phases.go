@@ -132,6 +132,9 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 		// answer to our own write) may show an owner sharing a field it
 		// has since lost to us, which is no letting go.
 		saved, err := r.saveRecord(ctx, p, p.d.Owners, p.d.Present, nil)
+		if errors.Is(err, errRecordFirst) {
+			return skeleton.Stop(ctrl.Result{}), nil
+		}
 		if err != nil {
 			return r.fail(p.obj, err)
 		}
@@ -193,6 +196,9 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 		return r.fail(p.obj, err)
 	}
 	err = tenant.Explain(p.account, r.apply(ctx, p, strategy))
+	if errors.Is(err, errRecordFirst) {
+		return skeleton.Stop(ctrl.Result{}), nil // a selector patch saves it, then applies
+	}
 	r.observe(p.ref.GetKind(), p.res, err, p.drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
@@ -304,7 +310,7 @@ func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, err
 // refused apply (Fail) or a refused apply and an empty one (Yield) on
 // every reconcile.
 func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
-	key := client.ObjectKeyFromObject(p.obj)
+	key := r.outcomeKey(p.obj)
 	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration()}
 	// The intent is encoded only to compare with or keep an outcome, not
 	// on every reconcile.
@@ -316,7 +322,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 		r.outcomes.Delete(key)
 	}
 	var err error
-	r.watches.Write(p.obj, p.live, func() *unstructured.Unstructured {
+	r.writeTarget(p, func() *unstructured.Unstructured {
 		p.res, err = p.applier.Apply(ctx, p.d.Intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
 			BeforeForce: func(ctx context.Context, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
 				if err := r.savePreviousValues(ctx, p, live, forced); err != nil {
@@ -336,6 +342,28 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 		r.outcomes.Store(key, seen)
 	}
 	return err
+}
+
+// outcomeKey is where the outcome of obj's apply is kept: one per patch,
+// one per target of a selector patch.
+func (r *Reconciler) outcomeKey(obj v1alpha1.Patcher) client.ObjectKey {
+	key := client.ObjectKeyFromObject(obj)
+	if sh := r.shadowOf(obj); sh != nil {
+		key.Name += "/" + string(sh.target)
+	}
+	return key
+}
+
+// writeTarget runs write, p's write of its target, through the target
+// watches (watch.Watches.Write); a target's pass of a selector patch
+// writes directly: the patch's own watch knows its writes
+// (selectorWatch.wrote).
+func (r *Reconciler) writeTarget(p *pass, write func() *unstructured.Unstructured) {
+	if r.shadowOf(p.obj) != nil {
+		write()
+		return
+	}
+	r.watches.Write(p.obj, p.live, write)
 }
 
 // outcome is what an apply of an intent to a target version, for a

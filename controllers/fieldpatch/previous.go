@@ -38,6 +38,10 @@ const LabelPreviousValuesOf = "fieldops.dev/previous-values-of"
 // previousValuesKey is where obj's previous values are kept.
 func (r *Reconciler) previousValuesKey(obj v1alpha1.Patcher) (client.ObjectKey, error) {
 	name := patchintent.PreviousValuesName(obj.GetUID())
+	if sh := r.shadowOf(obj); sh != nil {
+		// A selector patch keeps one Secret per target.
+		name = patchintent.PreviousValuesTargetName(obj.GetUID(), sh.target)
+	}
 	if !r.Cluster {
 		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, nil
 	}

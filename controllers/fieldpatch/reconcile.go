@@ -36,6 +36,11 @@ import (
 // previous owners differs from the cached copy's, takes the fresh record
 // into obj's status. It reports whether anything changed.
 func (r *Reconciler) refreshRecord(ctx context.Context, obj v1alpha1.Patcher) bool {
+	if r.shadowOf(obj) != nil {
+		// A target's pass of a selector patch runs on the records the
+		// reconcile read (and saved): nothing newer to read.
+		return false
+	}
 	fresh := r.newObject()
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 		return false

@@ -51,6 +51,12 @@ const (
 	// (spec.serviceAccountName) may not read or write the target; the
 	// message names the verb, resource and account. Retried every 30 s.
 	ReasonForbidden = "Forbidden"
+	// ReasonTargetsNotApplied: some targets of a selector patch are not
+	// applied (status.targets.notApplied says which and why).
+	ReasonTargetsNotApplied = "TargetsNotApplied"
+	// ReasonListingTargets: a selector patch waits for the first list of
+	// its targets.
+	ReasonListingTargets = "ListingTargets"
 )
 
 func setReady(st *v1alpha1.FieldPatchStatus, gen int64, message string) {

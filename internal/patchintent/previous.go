@@ -31,6 +31,14 @@ const (
 // (in the patch's namespace; for a ClusterFieldPatch, the manager's).
 func PreviousValuesName(patchUID types.UID) string { return "fieldops-previous-" + string(patchUID) }
 
+// PreviousValuesTargetName is the name of the Secret of a selector
+// patch's (spec.targetSelector) previous values of the target with
+// targetUID: one Secret per target, in the same namespace as
+// PreviousValuesName.
+func PreviousValuesTargetName(patchUID, targetUID types.UID) string {
+	return PreviousValuesName(patchUID) + "-" + string(targetUID)
+}
+
 // DecodePreviousValues reads the previous values of secret for the target
 // with targetUID: nil when it holds none, or those of another target
 // (deleted and recreated under the same name). Errors: the values do not

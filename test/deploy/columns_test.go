@@ -189,3 +189,70 @@ spec:
 		})
 	}
 }
+
+// kubectl get -o wide shows a selector patch's counts of matched and
+// applied targets (status.targets), for FieldPatch and ClusterFieldPatch.
+func TestPrintColumnsSelector(t *testing.T) {
+	ctx := context.Background()
+	ns := "print-columns-selector"
+	install(t, []*unstructured.Unstructured{{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": ns}}}})
+	for _, o := range []struct{ yaml, resource string }{
+		{`apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: fp-selector, namespace: print-columns-selector}
+spec:
+  targetSelector: {apiVersion: apps/v1, kind: Deployment, labelSelector: {matchLabels: {app: web}}}
+  patch: {metadata: {annotations: {a: b}}}`, "/apis/fieldops.dev/v1alpha1/namespaces/print-columns-selector/fieldpatches"},
+		{`apiVersion: fieldops.dev/v1alpha1
+kind: ClusterFieldPatch
+metadata: {name: print-columns-cfp-selector}
+spec:
+  targetSelector: {apiVersion: apps/v1, kind: Deployment, labelSelector: {}, namespaceSelector: {matchLabels: {team: payments}}}
+  patch: {metadata: {annotations: {a: b}}}`, "/apis/fieldops.dev/v1alpha1/clusterfieldpatches"},
+	} {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(o.yaml), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(u.GetKind(), func(t *testing.T) {
+			if err := k8s.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = k8s.Delete(ctx, u) }()
+			patch := `{"status":{"observedGeneration":1,"targets":{"matched":3,"applied":2,"contested":0,"failed":1,"forbidden":0}}}`
+			if err := k8s.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				t.Fatalf("status patch: %v", err)
+			}
+			tb := table(t, o.resource)
+			wide := map[string]int32{}
+			for _, c := range tb.ColumnDefinitions {
+				if c.Priority == 1 {
+					wide[c.Name] = c.Priority
+				}
+			}
+			if _, ok := wide["Matched"]; !ok {
+				t.Errorf("no wide column Matched: %+v", tb.ColumnDefinitions)
+			}
+			for _, r := range tb.Rows {
+				var m metav1.PartialObjectMetadata
+				if err := json.Unmarshal(r.Object.Raw, &m); err != nil {
+					t.Fatal(err)
+				}
+				if m.Name != u.GetName() {
+					continue
+				}
+				got := map[string]interface{}{}
+				for i, c := range tb.ColumnDefinitions {
+					if i < len(r.Cells) {
+						got[c.Name] = r.Cells[i]
+					}
+				}
+				if got["Matched"] != float64(3) || got["Applied"] != float64(2) {
+					t.Errorf("kubectl get -o wide %s: Matched %#v, Applied %#v; want 3 and 2", u.GetKind(), got["Matched"], got["Applied"])
+				}
+				return
+			}
+			t.Fatalf("no row %s", u.GetName())
+		})
+	}
+}
