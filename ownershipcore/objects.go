@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // sameObject compares two objects' content and managed fields, ignoring the
@@ -159,12 +158,14 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 	}
 	removed := tv.RemoveItems(set)
 	// structured-merge-diff leaves a map whose every entry was removed as
-	// null: drop it, and each map, list item and list above it the
-	// removal leaves empty (an item holding nothing but its keys), so that
-	// ignoring the only annotation of an object ignores it ("annotations:
-	// null" is not applied) and a yielded last field does not leave an
-	// intent of "spec: {}" or of a bare list item, which would claim .spec
-	// or the item itself.
+	// null: drop it, and each map and list above it the removal leaves
+	// empty, inside list items too, so that ignoring the only annotation
+	// of an object ignores it ("annotations: null" is not applied) and a
+	// yielded last field does not leave an intent of "spec: {}" or
+	// "params: null" in a list item, which would claim .spec or .params.
+	// A list item left with its keys alone stays: the applier may own it,
+	// and dropping it from the intent would relinquish it, and with it
+	// other managers' fields inside it.
 	m, ok := removed.AsValue().Unstructured().(map[string]interface{})
 	if !ok {
 		return nil, fmt.Errorf("remove fields from %s: not an object", describe(obj))
@@ -179,8 +180,9 @@ func (a *Applier) RemoveFields(obj *unstructured.Unstructured, set *fieldpath.Se
 }
 
 // pruneAbove removes, from the deepest up, each parent of p in obj that
-// is null, an empty map or list, or a list item holding nothing but its
-// key fields; it stops at the first parent that holds something else.
+// is null, an empty map or an empty list, inside list items too; it stops
+// at the first parent that holds something else, and at a list item,
+// which keeps at least its keys.
 func pruneAbove(obj map[string]interface{}, p fieldpath.Path) {
 	for i := len(p) - 1; i >= 1; i-- {
 		vals := locate(obj, p[:i])
@@ -191,7 +193,10 @@ func pruneAbove(obj map[string]interface{}, p fieldpath.Path) {
 		empty := v == nil
 		switch t := v.(type) {
 		case map[string]interface{}:
-			empty = len(t) == 0 || pe.Key != nil && onlyKeys(t, *pe.Key)
+			// A list item left with its keys alone stays: dropping it
+			// would relinquish the item, and with it what others own
+			// inside it, if the applier owned the item before.
+			empty = len(t) == 0 && pe.Key == nil
 		case []interface{}:
 			empty = len(t) == 0
 		}
@@ -227,20 +232,6 @@ func locate(obj map[string]interface{}, p fieldpath.Path) []interface{} {
 		out = append(out, v)
 	}
 	return out
-}
-
-// onlyKeys reports whether item holds nothing but the key fields keys.
-func onlyKeys(item map[string]interface{}, keys value.FieldList) bool {
-	for name := range item {
-		found := false
-		for _, k := range keys {
-			found = found || k.Name == name
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 func describe(obj *unstructured.Unstructured) string {

@@ -851,28 +851,14 @@ func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher,
 	if err != nil {
 		return err
 	}
-	w := r.selectors.get(client.ObjectKeyFromObject(obj))
-	byUID := map[types.UID]*unstructured.Unstructured{}
-	if w != nil {
-		if ok, _ := w.synced(); ok {
-			for _, u := range w.objects() {
-				byUID[u.GetUID()] = u
-			}
-		} else {
-			w = nil
-		}
-	}
+	w, byUID := r.syncedSelectorObjects(client.ObjectKeyFromObject(obj))
 	events := &eventLog{}
 	var mu sync.Mutex
 	var errs []error
 	var done []types.UID
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, selectorWorkers)
-	todo := make([]*targetEntry, 0, len(entries))
 	for _, e := range entries {
-		todo = append(todo, e)
-	}
-	for _, e := range todo {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(e *targetEntry) {
@@ -903,6 +889,24 @@ func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher,
 		st.Targets.Records, st.Targets.Ledgers = writeTargets(entries)
 	}
 	return errors.Join(errs...)
+}
+
+// syncedSelectorObjects returns the selector watch of the patch key and
+// the objects it holds by UID, once it has synced (it then holds every
+// object in scope); nil and an empty map before, or without a watch.
+func (r *Reconciler) syncedSelectorObjects(key types.NamespacedName) (*selectorWatch, map[types.UID]*unstructured.Unstructured) {
+	byUID := map[types.UID]*unstructured.Unstructured{}
+	w := r.selectors.get(key)
+	if w == nil {
+		return nil, byUID
+	}
+	if ok, _ := w.synced(); !ok {
+		return nil, byUID
+	}
+	for _, u := range w.objects() {
+		byUID[u.GetUID()] = u
+	}
+	return w, byUID
 }
 
 // isGoneErr reports a target that is gone or no longer what the record
