@@ -61,10 +61,14 @@ func NewState(obj *unstructured.Unstructured, samePaths bool) (State, error) {
 // Encoded is the object with its managed fields encoded into
 // metadata.managedFields, as a write of the state would send it.
 func (s State) Encoded() (*unstructured.Unstructured, error) {
+	entries, err := s.Owners.Encode()
+	if err != nil {
+		return nil, err
+	}
 	out := &unstructured.Unstructured{Object: WithoutManagedFields(s.Object.Object)}
 	out = out.DeepCopy()
-	if _, err := s.Owners.setEncoded(out); err != nil {
-		return nil, err
+	if len(entries) > 0 {
+		out.SetManagedFields(entries)
 	}
 	return out, nil
 }

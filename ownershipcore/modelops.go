@@ -84,7 +84,7 @@ func (m Model) run(s State, manager string, applying bool, op func(obj runtime.O
 	if err := relabel(obj); err != nil {
 		return State{}, err
 	}
-	if s.setAside && len(managedFieldsOf(obj)) == 0 {
+	if s.setAside && len(obj.GetManagedFields()) == 0 {
 		// With no managed fields at all the field manager takes the
 		// object for one never applied and gives every field to an
 		// invented "before-first-apply" manager: an entry that owns
@@ -139,26 +139,7 @@ const otherVersion = "\x00"
 // naming an Update entry's into its manager's (otherVersion). Two entries
 // that would then share a key are unpredictable.
 func relabelEntries(u *unstructured.Unstructured, version string, restore map[ManagerKey]string) error {
-	if raw, _, ok := readRawEntries(u.Object); ok && sameVersion(raw, version) {
-		// Nothing to relabel: only the keys are checked, on the items
-		// as they are (when every one reads as GetManagedFields reads
-		// it).
-		seen := make(map[ManagerKey]bool, len(raw))
-		for _, e := range raw {
-			if _, ok := e.parseTime(); !ok {
-				return nil // GetManagedFields reads no entry at all
-			}
-		}
-		for _, e := range raw {
-			key := e.key()
-			if seen[key] {
-				return fmt.Errorf("%w: two entries of %s differ only in their version", ErrUnpredictable, key)
-			}
-			seen[key] = true
-		}
-		return nil
-	}
-	entries := managedFieldsOf(u)
+	entries := u.GetManagedFields()
 	changed := false
 	seen := map[ManagerKey]bool{}
 	for i, e := range entries {
@@ -182,17 +163,6 @@ func relabelEntries(u *unstructured.Unstructured, version string, restore map[Ma
 	return nil
 }
 
-// sameVersion reports whether no entry of raw is of the main resource in
-// another version than version (relabelEntries changes none).
-func sameVersion(raw []rawEntry, version string) bool {
-	for _, e := range raw {
-		if e.subresource == "" && e.apiVersion != "" && e.apiVersion != version {
-			return false
-		}
-	}
-	return true
-}
-
 // Predict checks that a write of after as an imperative request by manager
 // (Commit's JSON patch, which sets the content and the managed fields
 // together) is recorded by the apiserver's own field manager as after: no
@@ -211,7 +181,7 @@ func (m Model) Predict(before, after State, manager string) error {
 	if err != nil {
 		return err
 	}
-	if len(managedFieldsOf(next)) == 0 {
+	if len(next.GetManagedFields()) == 0 {
 		// No entry at all reads as "keep the live ones": the write sends
 		// one empty entry, which clears them (SSA docs, "Clearing
 		// managedFields").

@@ -206,7 +206,10 @@ type PlannedOwner struct {
 	Operation   metav1.ManagedFieldsOperationType `json:"operation"`
 	APIVersion  string                            `json:"apiVersion,omitempty"`
 	Subresource string                            `json:"subresource,omitempty"`
-	Paths       []string                          `json:"paths"`
+	// Via is the field manager of the patch the owner's fields are taken
+	// from, when the owner comes from that patch's record.
+	Via   string   `json:"via,omitempty"`
+	Paths []string `json:"paths"`
 }
 
 // ObjectPlan is one object of a workload's plan.
@@ -569,7 +572,13 @@ func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v
 		// The controller's record: the fields the apply forces, before it,
 		// then the others it takes; fields it yields or fails on are not
 		// recorded.
-		patchintent.RecordForced(d.Ledger, owners, patchintent.ForcedFields(res.Forced), manager)
+		forced := patchintent.ForcedFields(res.Forced)
+		chains, notes, err := p.patchRecords(ctx, owners, forced, manager, string(live.GetUID()))
+		if err != nil {
+			return Plan{}, err
+		}
+		pp.Notes = append(pp.Notes, notes...)
+		patchintent.RecordForced(d.Ledger, owners, forced, manager, chains...)
 		d.Applied(after)
 	}
 	record := &v1alpha1.FieldPatchStatus{}
@@ -577,7 +586,7 @@ func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v
 		return Plan{}, err
 	}
 	for _, e := range record.PreviousOwners {
-		pp.PreviousOwners = append(pp.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Paths: e.Paths})
+		pp.PreviousOwners = append(pp.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
 	}
 	oursAfter := fieldset.NewSet()
 	if e := after.Applied(manager); e != nil && plan.Action != string(ownershipcore.ActionConflicted) {
@@ -590,6 +599,55 @@ func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v
 		ledger: d.Ledger, dropped: give, res: res,
 	})
 	return plan, nil
+}
+
+// patchRecords reads, as the controller does before an apply forces
+// fields (controllers/fieldpatch, patchRecords), the records of the
+// FieldPatches and ClusterFieldPatches among the owners of forced other
+// than manager, for patchintent.RecordForced: the owners recorded
+// through such a patch are inherited, so the preview of
+// status.previousOwners holds them too. A record counts only when the
+// patch's status names the same field manager and the target's UID
+// (targetUID). A patch that is gone, or whose name the field manager does
+// not show, has nothing to inherit; one the caller may not read inherits
+// nothing here and gets a note (the controller reads it with the patch's
+// account, and reports a refusal with a Forbidden event). Other read
+// errors are returned.
+func (p *planner) patchRecords(ctx context.Context, owners ownershipcore.ManagedFields, forced *fieldset.Set, manager, targetUID string) ([]patchintent.Inherited, []string, error) {
+	var out []patchintent.Inherited
+	var notes []string
+	seen := map[string]bool{}
+	for _, e := range owners.OwnersOf(forced, manager) {
+		rival, ok := ownershipcore.ParseManager(e.Manager)
+		if !ok || seen[e.Manager] || rival.Name == "" || (rival.Kind != "FieldPatch" && rival.Kind != "ClusterFieldPatch") {
+			continue
+		}
+		seen[e.Manager] = true
+		var obj v1alpha1.Patcher = &v1alpha1.FieldPatch{}
+		if rival.Kind == "ClusterFieldPatch" {
+			obj = &v1alpha1.ClusterFieldPatch{}
+		}
+		err := p.c.Get(ctx, client.ObjectKey{Namespace: rival.Namespace, Name: rival.Name}, obj)
+		switch {
+		case apierrors.IsForbidden(err):
+			notes = append(notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown; the controller reads them with the patch's account", rival, redact.Message(err), strings.Join(patchintent.Leaves(e.Fields), ", ")))
+			continue
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("read the previous owners of %s: %w", rival, err)
+		}
+		st := obj.PatchStatus()
+		if st.FieldManager != e.Manager || st.TargetUID != targetUID {
+			continue
+		}
+		l, err := patchintent.ReadLedger(st, targetUID)
+		if err != nil {
+			continue
+		}
+		out = append(out, patchintent.Inherited{Manager: e.Manager, Ledger: l})
+	}
+	return out, notes, nil
 }
 
 // patchStrategy is the conflict strategy of spec as the controller builds

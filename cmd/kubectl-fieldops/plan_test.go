@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -36,7 +38,7 @@ import (
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete", "plan-selector"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete", "plan-selector", "plan-chain"}
 
 // planPluginConfig is the --plugin-config of TestPlan's manager, which
 // plan is given too.
@@ -85,9 +87,10 @@ func TestPlan(t *testing.T) {
 	t.Run("RefusedTargets", testPlanRefusesWhatTheControllerRefuses)
 	t.Run("Delete", testPlanDelete)
 	t.Run("Selector", testPlanSelector)
+	t.Run("Chain", testPlanChain)
 }
 
-// Issue 31: a selector patch is planned for every object it matches, each
+// A selector patch is planned for every object it matches, each
 // as the controller reconciles that target (its record of previous owners
 // included); once applied, every target plans Unchanged.
 func testPlanSelector(t *testing.T) {
@@ -264,7 +267,7 @@ func comparePlan(t *testing.T, plan Plan, fp v1alpha1.Patcher, target *unstructu
 	}
 	var got []PlannedOwner
 	for _, e := range st.PreviousOwners {
-		got = append(got, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Paths: e.Paths})
+		got = append(got, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
 	}
 	if a, b := mustJSON(t, plan.Patch.PreviousOwners), mustJSON(t, got); a != b {
 		t.Errorf("previous owners: plan %s, status %s", a, b)
@@ -368,6 +371,40 @@ spec:
 			}
 		})
 	}
+}
+
+// A patch that takes fields from another patch inherits that patch's
+// record: fp-a takes spec.replicas from helm, and the plan of fp-b, which
+// takes it from fp-a, lists fp-a and helm via fp-a, as the controller then
+// records them.
+func testPlanChain(t *testing.T) {
+	ns := "plan-chain"
+	d := deploymentAs(t, ns)
+	patch := func(name, replicas string) string {
+		return fmt.Sprintf(`apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: %s, namespace: %s}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  patch: {spec: {replicas: %s}}
+`, name, ns, replicas)
+	}
+	createAndWaitReady(t, patch("fp-a", "3"))
+	y := patch("fp-b", "4")
+	plans := planJSON(t, planFile(t, y))
+	if len(plans) != 1 || plans[0].Action != "Configured" {
+		t.Fatalf("plan: %+v", plans)
+	}
+	fpA := names.FieldPatch(false, ns, "fp-a")
+	var got []string
+	for _, o := range plans[0].Patch.PreviousOwners {
+		got = append(got, fmt.Sprintf("%s via %q: %s", o.Manager, o.Via, strings.Join(o.Paths, ",")))
+	}
+	want := []string{fpA + ` via "": .spec.replicas`, `helm via "` + fpA + `": .spec.replicas`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("planned previous owners:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	comparePlan(t, plans[0], createAndWaitReady(t, y), d)
 }
 
 // Under conflictPolicy Fail the plan names the conflicts and the command

@@ -96,8 +96,11 @@ func hasOwnerVia(t *testing.T, fp client.Object, manager, via string) {
 // records a as its previous owner, with helm through a. Whichever is
 // deleted first, helm owns data.k again at the end, with the value the
 // patches left (a hand-back moves ownership, not values: b's, or a's when
-// b went first and a repaired its field before its own deletion), and
-// takes its own value back with an apply that needs no force.
+// b went first and a repaired its field before its own deletion), helm
+// still owns the field no patch touched (data.other), no fieldops entry is
+// left, and helm takes its own value back with an apply that needs no
+// force. The field never goes to the field manager of a deleted patch
+// (an entry nobody would relinquish).
 func TestChainBackToPreviousOwner(t *testing.T) {
 	t.Parallel()
 	for _, first := range []string{"a", "b"} {
@@ -120,6 +123,9 @@ func TestChainBackToPreviousOwner(t *testing.T) {
 				values = append(values, "from-a")
 			}
 			wantDataKOneOf(t, cm, values, []string{"helm/Apply"})
+			if got := owners(t, live(t, cm))[".data.other"]; !reflect.DeepEqual(got, []string{"helm/Apply"}) {
+				t.Errorf(".data.other owners = %v, want helm's", got)
+			}
 			again := obj(t, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: chain, namespace: %s}, data: {k: "helm", other: "o"}}`, ns))
 			if err := k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(again), client.FieldOwner("helm")); err != nil {
 				t.Fatalf("helm's apply without force: %v", err)

@@ -72,9 +72,9 @@ func (r *Reconciler) phaseExpiry(ctx context.Context, p *pass) (skeleton.Step, e
 		if r.timers.warn(key, p.obj.GetUID(), at.Time) {
 			r.event(p.obj, corev1.EventTypeNormal, ReasonExpiring, "the patch expires at %s (in %s); then its deletionPolicy %s runs", at.UTC().Format(time.RFC3339), left.Round(time.Second), policyOrDefault(p.obj.PatchSpec().DeletionPolicy))
 		}
-		r.timers.arm(key, left, r.wake)
+		r.timers.arm(ctx, key, left, r.wake)
 	} else {
-		r.timers.arm(key, warnIn, r.wake)
+		r.timers.arm(ctx, key, warnIn, r.wake)
 	}
 	return skeleton.Next(), nil
 }
@@ -109,8 +109,13 @@ type warning struct {
 	at  time.Time
 }
 
-// arm replaces key's wake-up with one after d.
-func (t *expiryTimers) arm(key types.NamespacedName, d time.Duration, wake chan<- event.GenericEvent) {
+// arm replaces key's wake-up with one after d, which sends key's event to
+// wake (sendWake) unless ctx is done first. ctx is the reconcile's, which
+// controller-runtime derives from the controller's own context (this
+// controller sets no ReconciliationTimeout): it is done when the manager
+// stops, and with it the source that reads wake, so a wake-up due after
+// that returns instead of blocking its goroutine for ever.
+func (t *expiryTimers) arm(ctx context.Context, key types.NamespacedName, d time.Duration, wake chan<- event.GenericEvent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.timers == nil {
@@ -119,12 +124,23 @@ func (t *expiryTimers) arm(key types.NamespacedName, d time.Duration, wake chan<
 	if old := t.timers[key]; old != nil {
 		old.Stop()
 	}
-	t.timers[key] = time.AfterFunc(d, func() {
-		obj := &v1alpha1.FieldPatch{}
-		obj.SetNamespace(key.Namespace)
-		obj.SetName(key.Name)
-		wake <- event.GenericEvent{Object: obj}
-	})
+	t.timers[key] = time.AfterFunc(d, func() { sendWake(ctx, wake, key) })
+}
+
+// sendWake sends the event that reconciles key (a FieldPatch named key:
+// the handler enqueues by namespace and name only, so it serves
+// ClusterFieldPatches too) to wake, blocking until it is read or ctx is
+// done; it reports whether it was sent.
+func sendWake(ctx context.Context, wake chan<- event.GenericEvent, key types.NamespacedName) bool {
+	obj := &v1alpha1.FieldPatch{}
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	select {
+	case wake <- event.GenericEvent{Object: obj}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // warn reports whether the Expiring event for (uid, at) is still to be

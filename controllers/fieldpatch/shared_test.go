@@ -7,13 +7,9 @@ Licensed under the Apache License, Version 2.0.
 package fieldpatch_test
 
 import (
-	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -53,54 +49,5 @@ spec:
 	}
 	if got := owners(t, live(t, cm))[".data.a"]; !reflect.DeepEqual(got, []string{workload + "/Apply"}) {
 		t.Fatalf(".data.a owners = %v, want the workload's", got)
-	}
-}
-
-// Patch a takes .data.k from helm, patch b takes it from a (recording a as
-// its previous owner); a is deleted, then b. The field never goes to a's
-// field manager, whose object is gone (an entry nobody would relinquish):
-// it goes down the chain a recorded (Ledger.HandBackTo), or, without it,
-// stays with b's value and no owner, for helm's next apply to take back
-// without a conflict.
-func TestDeletedPatchIsNoPreviousOwner(t *testing.T) {
-	t.Parallel()
-	ns := namespace(t, "fp-departed")
-	cm := applyAs(t, "helm", fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: chain, namespace: %s}, data: {k: "helm", other: "o"}}`, ns))
-	patch := func(name, value string) string {
-		return fmt.Sprintf(`
-apiVersion: fieldops.dev/v1alpha1
-kind: FieldPatch
-metadata: {name: %s, namespace: %s}
-spec:
-  target: {apiVersion: v1, kind: ConfigMap, name: chain}
-  patch: {data: {k: %q}}
-`, name, ns, value)
-	}
-	a := fieldPatch(t, patch("a", "from-a"))
-	waitReason(t, a, "Applied")
-	b := fieldPatch(t, patch("b", "from-b"))
-	waitReason(t, b, "Applied")
-	deleteAndWait(t, a)
-	deleteAndWait(t, b)
-	l := live(t, cm)
-	data, _, _ := unstructured.NestedStringMap(l.Object, "data")
-	if data["k"] != "from-b" || data["other"] != "o" {
-		t.Fatalf("data = %v, want k=from-b (values stay) and other=o", data)
-	}
-	got := owners(t, l)
-	for p, ms := range got {
-		for _, m := range ms {
-			if strings.HasPrefix(m, "fieldops-") {
-				t.Errorf("%s is still owned by %s", p, m)
-			}
-		}
-	}
-	if !reflect.DeepEqual(got[".data.other"], []string{"helm/Apply"}) {
-		t.Errorf(".data.other owners = %v, want helm's", got[".data.other"])
-	}
-	// helm's next apply takes .data.k back without a conflict.
-	again := obj(t, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: chain, namespace: %s}, data: {k: "helm", other: "o"}}`, ns))
-	if err := k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(again), client.FieldOwner("helm")); err != nil {
-		t.Fatalf("helm's apply without force: %v", err)
 	}
 }
