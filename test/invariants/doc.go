@@ -91,8 +91,10 @@ Licensed under the Apache License, Version 2.0.
 //     TestOwnershipInvariants draws Restore for half of the HandBack
 //     patches (GenerateWith, Options.Restore) and ends half of the
 //     patches by expiry (Options.Expire: spec.expiresAt set to a time
-//     past, the patch deletes itself); the regression corpus replays
-//     Generate's sequences as they were found.
+//     past, the patch deletes itself), and makes half of the patches
+//     select their target (spec.targetSelector, Options.Selector) instead
+//     of naming it; the regression corpus replays Generate's sequences as
+//     they were found.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another

@@ -42,6 +42,10 @@ type Options struct {
 	// Expire ends half of the FieldPatches by expiry instead of a delete
 	// request, drawn from a stream of their own as Restore is.
 	Expire bool
+	// Selector makes half of the FieldPatches select their target
+	// (spec.targetSelector) instead of naming it, drawn from a stream of
+	// their own as Restore is.
+	Selector bool
 }
 
 // GenerateWith is Generate with opts.
@@ -56,6 +60,9 @@ func GenerateWith(seed int64, maxSteps int, opts Options) Sequence {
 	}
 	if opts.Expire {
 		g.er = rand.New(rand.NewSource(seed ^ 0x3e1f))
+	}
+	if opts.Selector {
+		g.sr = rand.New(rand.NewSource(seed ^ 0x5e1e))
 	}
 	n := MinSteps
 	if maxSteps > MinSteps {
@@ -74,10 +81,10 @@ func GenerateWith(seed int64, maxSteps int, opts Options) Sequence {
 // at fields others hold.
 type gen struct {
 	r, vr *rand.Rand
-	// pr draws Restore (Options.Restore), er expiry (Options.Expire);
-	// nil: never.
-	pr, er *rand.Rand
-	kind   *Kind
+	// pr draws Restore (Options.Restore), er expiry (Options.Expire), sr
+	// selector patches (Options.Selector); nil: never.
+	pr, er, sr *rand.Rand
+	kind       *Kind
 	// applied is each manager's last applied intent.
 	applied map[string][]Field
 	// patch is the live FieldPatch's last create or edit step, or nil.
@@ -233,6 +240,7 @@ func (g *gen) createPatch() Step {
 	if s.Deletion == v1alpha1.DeletionPolicyHandBack && g.pr != nil && g.pr.Intn(2) == 0 {
 		s.Deletion = v1alpha1.DeletionPolicyRestore
 	}
+	s.Selector = g.sr != nil && g.sr.Intn(2) == 0
 	for i := 1 + g.r.Intn(3); i > 0; i-- {
 		s.Fields = with(s.Fields, g.value(g.slot(g.fits(s.Type))))
 	}

@@ -104,7 +104,7 @@ func runSequences(t *testing.T, seed int64, n int, faults float64) {
 		seed, n, MinSteps, max(*maxSteps, MinSteps), *workers, 100*faults, replay)
 	seqs := make([]Sequence, n)
 	for i := range seqs {
-		seqs[i] = GenerateWith(seed+int64(i), *maxSteps, Options{Restore: true, Expire: true})
+		seqs[i] = GenerateWith(seed+int64(i), *maxSteps, Options{Restore: true, Expire: true, Selector: true})
 		seqs[i].Faults = faults
 	}
 	ctx := context.Background()

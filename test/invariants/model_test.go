@@ -174,7 +174,7 @@ func TestGenerateOptionsKeepSteps(t *testing.T) {
 	expired, deleted := 0, 0
 	for seed := int64(1); seed <= 200; seed++ {
 		plain := Generate(seed, 12)
-		with := GenerateWith(seed, 12, Options{Restore: true, Expire: true})
+		with := GenerateWith(seed, 12, Options{Restore: true, Expire: true, Selector: true})
 		if len(plain.Steps) != len(with.Steps) {
 			t.Fatalf("seed %d: %d steps, %d with options", seed, len(plain.Steps), len(with.Steps))
 		}
@@ -188,7 +188,7 @@ func TestGenerateOptionsKeepSteps(t *testing.T) {
 			if s.Deletion == v1alpha1.DeletionPolicyRestore && p.Deletion == v1alpha1.DeletionPolicyHandBack {
 				s.Deletion = p.Deletion
 			}
-			s.Expire = false
+			s.Expire, s.Selector = false, false
 			if !reflect.DeepEqual(s, p) {
 				t.Fatalf("seed %d step %d: %s, without options %s", seed, i+1, s, p)
 			}

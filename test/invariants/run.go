@@ -291,9 +291,15 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 		if err := r.fillPatch(fp, s); err != nil {
 			return nil, "", err
 		}
-		fp.Spec.Target = v1alpha1.TargetReference{APIVersion: r.kind.APIVersion, Kind: r.kind.Name, Name: targetName}
+		apiVersion := r.kind.APIVersion
 		if s.APIVersion != "" {
-			fp.Spec.Target.APIVersion = s.APIVersion
+			apiVersion = s.APIVersion
+		}
+		if s.Selector {
+			fp.Spec.TargetSelector = &v1alpha1.TargetSelector{APIVersion: apiVersion, Kind: r.kind.Name,
+				LabelSelector: &metav1.LabelSelector{}, Names: []string{targetName}}
+		} else {
+			fp.Spec.Target = v1alpha1.TargetReference{APIVersion: apiVersion, Kind: r.kind.Name, Name: targetName}
 		}
 		if err := r.env.Client.Create(ctx, fp); err != nil {
 			return nil, "", fmt.Errorf("create FieldPatch %s: %w", s.Who, err)

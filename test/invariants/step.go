@@ -86,6 +86,10 @@ type Step struct {
 	// Append, for a JSON FieldPatch, is a value its patch also appends to
 	// .spec.setList ("add" at "/spec/setList/-", not idempotent).
 	Append string
+	// Selector makes the FieldPatch select its target (spec.targetSelector:
+	// every object of the kind in the namespace, by the target's name)
+	// instead of naming it (spec.target) (OpPatchCreate, OpPatchEdit).
+	Selector bool
 	// Expire ends the FieldPatch by expiry instead of a delete request
 	// (OpPatchDelete): its deletion policy runs all the same.
 	Expire bool
@@ -135,6 +139,9 @@ func (s Step) String() string {
 		}
 		if s.Op == OpPatchEdit {
 			return fmt.Sprintf("edit FieldPatch %s: %s %s%s", s.Who, s.Type, fieldList(s.Fields), extra)
+		}
+		if s.Selector {
+			extra += ", by targetSelector"
 		}
 		return fmt.Sprintf("create FieldPatch %s: %s %s%s, conflictPolicy %s, deletionPolicy %s", s.Who, s.Type, fieldList(s.Fields), extra, s.Conflict, s.Deletion)
 	case OpPatchDelete:
