@@ -264,6 +264,11 @@ type record struct {
 	// without an owner (ownershipcore.Ledger.HandBackTo), as for a taken
 	// field, instead of removing it as an added one.
 	fromWorkload bool
+	// writtenSince: a previous owner wrote the field again while the
+	// patch held it (took it back, or changed its value): Restore leaves
+	// what that owner wrote, as for a field another manager changed
+	// since.
+	writtenSince bool
 	// between are the managers that took the field from the patch or its
 	// previous owners and held it when the patch took it back (contested).
 	between map[string]bool
@@ -424,6 +429,11 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 		// manager's Apply entry to its Update entry; it still holds it.
 		switch {
 		case written.ownsAny(o.Manager, p):
+			bv, _ := before.value(p)
+			wv, _ := written.value(p)
+			if !rec.dropped[o] && (!before.ownsAny(o.Manager, p) || !reflect.DeepEqual(bv, wv)) {
+				rec.writtenSince = true
+			}
 			if rec.dropped[o] {
 				// It let the field go (fieldops forgot it: the record
 				// follows the apiserver) and now takes it again: a
@@ -560,6 +570,9 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 // and holds it.
 func checkRestored(pm *patchModel, rec *record, owners []owner, after *snapshot, when string) []Violation {
 	p, k := rec.path, ownershipcore.FormatPath(rec.path)
+	if rec.writtenSince {
+		return nil // written since by a previous owner: it keeps what it wrote
+	}
 	for _, o := range after.ownersOf(p) {
 		if !isFieldops(o.Manager) && !rec.owners[o] {
 			return nil // written since by another manager: it keeps it
