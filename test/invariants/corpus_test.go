@@ -27,7 +27,9 @@ import (
 // 7800120, 32120 and 32173 (a Yield patch on a field deep in a list item
 // applied the item's emptied map as null, owned it, released it and
 // applied it again, in a loop), 41189 and 8300262 (the checker, not
-// fieldops: see "The record follows the apiserver" in doc.go), and fault
+// fieldops: see "The record follows the apiserver" in doc.go; 43031, with
+// selector patches drawn too: a previous owner that wrote the field again
+// since keeps it at Restore), and fault
 // seed 1200072 (a deletion whose follow-up write failed left the Update
 // entry the apiserver records for a field it defaulted again).
 var corpus = []struct {
@@ -45,7 +47,7 @@ var corpus = []struct {
 	{9801144, 20, false, false},
 	{7800039, 12, false, false}, {7800040, 12, false, false}, {32001, 12, false, false},
 	{7800120, 12, false, true}, {32120, 12, false, true}, {32173, 12, false, true},
-	{41189, 12, false, true}, {8300262, 12, false, true},
+	{41189, 12, false, true}, {8300262, 12, false, true}, {43031, 12, false, true},
 	{1000008, 16, true, false}, {1000055, 16, true, false}, {2000088, 16, true, false}, {3000127, 16, true, false},
 	{5000069, 16, true, false}, {6000139, 16, true, false}, {6100231, 16, true, false},
 	{1200072, 12, true, true},
@@ -60,7 +62,7 @@ func TestRegressionCorpus(t *testing.T) {
 	for i, c := range corpus {
 		seqs[i] = Generate(c.seed, c.steps)
 		if c.options {
-			seqs[i] = GenerateWith(c.seed, c.steps, Options{Restore: true, Expire: true})
+			seqs[i] = GenerateWith(c.seed, c.steps, Options{Restore: true, Expire: true, Selector: c.seed == 43031})
 		}
 		if c.faults {
 			seqs[i].Faults = *faultRate
