@@ -55,7 +55,8 @@ type selectorResult struct {
 	peakRSS  int64   // KiB, VmHWM (warm-up and converge)
 	peak     rssSample
 	after    rssSample
-	applied  int // status.targets.applied after the converge
+	heap     heapStats // the Go heap after the converge
+	applied  int       // status.targets.applied after the converge
 	// quiet: the requests of the manager during quietFor after the
 	// converge settled.
 	quietFor time.Duration
@@ -368,6 +369,9 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if r.after, err = readRSS(pid); err != nil {
 		return nil, err
 	}
+	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
+		return nil, err
+	}
 	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
 	var fp v1alpha1.FieldPatch
 	if err := b.c.Get(ctx, client.ObjectKey{Namespace: selectorNS, Name: selectorPatch}, &fp); err != nil {
@@ -532,6 +536,7 @@ func (r *result) printSelector(w io.Writer) {
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), mib(s.peakRSS), ratio(float64(s.peakRSS), float64(fx.peakRSS)))
 	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t%s\t\n", split(fx.peak), split(fo.peak), split(s.peak))
 	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s\t\n", split(fx.after), split(fo.after), split(s.after))
+	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20), s.heap.alloc/(1<<20), s.heap.inuse/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n, s.applied, n)
 	_ = tw.Flush()
 	qTotal, qBy := perObject(s.quiet, 1)
