@@ -183,14 +183,18 @@ bench: control-plane ## Run the Go benchmarks (no-op decision; a patch's life on
 # CPU, peak RSS and the hand-back, with the ratios. N=50 is a quick check.
 # SHARDS=4 adds a run of the same N FieldPatches over 4 manager processes
 # (--watch-label-selector=sharding.fieldops.dev/key=shard-<i>) on the same
-# apiserver, beside the one-manager run.
+# apiserver, beside the one-manager run. SELECTOR=1 (the default) adds,
+# after the per-object run, one FieldPatch with spec.targetSelector over N
+# Deployments: converge, a quiet minute, drift of 100 targets, hand-back
+# (SELECTOR=0 leaves it out).
 BENCH_SCALE_FLAGS ?=
 SHARDS ?= 0
+SELECTOR ?= 1
 
 .PHONY: bench-scale
-bench-scale: control-plane build ## Side-by-side benchmark, Flux ssa ApplyAll vs the fieldops manager on N Deployments (default 1000): make bench-scale N=200 [SHARDS=4] [BENCH_SCALE_FLAGS=-pprof-dir=bin/pprof].
+bench-scale: control-plane build ## Side-by-side benchmark, Flux ssa ApplyAll vs the fieldops manager on N Deployments (default 1000): make bench-scale N=200 [SHARDS=4] [SELECTOR=0] [BENCH_SCALE_FLAGS=-pprof-dir=bin/pprof].
 	cd test/benchscale/flux && $(RELEASE_BUILD) -o $(LOCALBIN)/benchscale-flux .
-	go run ./test/benchscale -n $(N) -shards $(SHARDS) -manager $(LOCALBIN)/manager -flux $(LOCALBIN)/benchscale-flux $(BENCH_SCALE_FLAGS)
+	go run ./test/benchscale -n $(N) -shards $(SHARDS) -selector=$(SELECTOR) -manager $(LOCALBIN)/manager -flux $(LOCALBIN)/benchscale-flux $(BENCH_SCALE_FLAGS)
 
 ##@ Build
 

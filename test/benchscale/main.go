@@ -31,6 +31,11 @@ Licensed under the Apache License, Version 2.0.
 // run over S manager processes on the same apiserver (shards.go), beside
 // the one-manager run: the manager side of the converge (from the last
 // create until all are Ready), and each shard's CPU and memory.
+//
+// With -selector (the default), after the per-object run: one FieldPatch
+// with spec.targetSelector over N new Deployments (selector.go): its
+// converge, a quiet period, the repair of drift on 100 targets and the
+// hand-back, beside Flux's ApplyAll.
 package main
 
 import (
@@ -103,6 +108,11 @@ type options struct {
 	// FieldPatches placed by shardLayout.
 	shards      int
 	shardLayout string
+	// selector adds the selector run (selector.go): one FieldPatch with
+	// spec.targetSelector over N Deployments, with selectorQuiet of
+	// quiet after its converge.
+	selector      bool
+	selectorQuiet time.Duration
 }
 
 func main() {
@@ -119,6 +129,8 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.IntVar(&o.shards, "shards", 0, "If positive, after the one-manager run: the same N FieldPatches over this many manager processes, each with --watch-label-selector="+v1alpha1.ShardLabel+"=shard-<i>, FieldPatch i labelled shard-<i mod shards> (converge only, no hand-back).")
 	flag.StringVar(&o.shardLayout, "shard-layout", layoutMod, "With -shards: "+layoutMod+" puts all N FieldPatches and Deployments in one namespace; "+layoutNamespace+" puts FieldPatch i and its Deployment in namespace "+shardsNS+"-<i mod shards>, so that each shard's targets have a namespace of their own.")
+	flag.BoolVar(&o.selector, "selector", true, "After the per-object run: one FieldPatch with spec.targetSelector over N new Deployments (a new manager process): converge, a quiet period (-selector-quiet), drift of 100 targets by another field manager, hand-back.")
+	flag.DurationVar(&o.selectorQuiet, "selector-quiet", time.Minute, "With -selector: how long the quiet period after the converge lasts, counting the manager's requests.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	r, err := run(o)
@@ -127,6 +139,7 @@ func main() {
 		os.Exit(1)
 	}
 	r.print(os.Stdout)
+	r.printSelector(os.Stdout)
 	r.printShards(os.Stdout)
 }
 
@@ -163,7 +176,8 @@ type result struct {
 	flux     sideResult
 	fieldops sideResult
 	handBack handBack
-	sharded  *shardedResult // with -shards
+	sharded  *shardedResult  // with -shards
+	selector *selectorResult // with -selector
 	logDir   string
 }
 
@@ -248,6 +262,11 @@ func run(o options) (*result, error) {
 	}
 	if res.fieldops, res.handBack, err = b.runFieldops(ctx); err != nil {
 		return nil, fmt.Errorf("fieldops side: %w", err)
+	}
+	if o.selector {
+		if res.selector, err = b.runSelector(ctx); err != nil {
+			return nil, fmt.Errorf("selector run: %w", err)
+		}
 	}
 	if o.shards > 0 {
 		if res.sharded, err = b.runSharded(ctx); err != nil {

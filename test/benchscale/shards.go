@@ -125,10 +125,11 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 	}
 	sizes := namespaceSizes(layout, n, s)
 	// As between the Flux and fieldops sides: the apiserver and etcd of
-	// this run hold no Deployment of the one before (one delete each: a
+	// this run hold no Deployment of the one before (the selector run
+	// deleted them already, if it ran; one delete each: a
 	// deletecollection of 10000 may outlast the request deadline).
 	if err := parallel(n, 8, func(i int) error {
-		return b.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fieldopsNS, Name: fmt.Sprintf("bench-%d", i)}})
+		return ignoreNotFound(b.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fieldopsNS, Name: fmt.Sprintf("bench-%d", i)}}))
 	}); err != nil {
 		return nil, err
 	}
