@@ -158,7 +158,7 @@ const DefaultSharedWatchAt = targetcache.DefaultShareAt
 // ClusterFieldPatch, ManagedWorkload, PodSet) and the CRDs' metadata are
 // held without what nothing reads of them (TransformStripUnread). Pods
 // keep their managed fields (PodSet reads them to find who owns a label).
-// Issue 11: memory while converging.
+// What a FieldPatch costs in memory: docs/operators-guide.md, "Memory".
 func CacheOptions(base cache.Options) cache.Options {
 	if base.ByObject == nil {
 		base.ByObject = map[client.Object]cache.ByObject{}
