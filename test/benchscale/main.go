@@ -406,22 +406,12 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if fr.Error != "" {
 		return r, fmt.Errorf("ApplyAll: %s", fr.Error)
 	}
-	cpu1, err := cpuOf(pid)
+	u, err := b.endOf(pid, cpu0, cp0)
 	if err != nil {
 		return r, err
 	}
-	cp1, err := cpuOf(b.cpPIDs...)
-	if err != nil {
-		return r, err
-	}
-	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
-		return r, err
-	}
-	if r.after, err = readRSS(pid); err != nil {
-		return r, err
-	}
+	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
 	r.wall = time.Duration(fr.WallSeconds * float64(time.Second))
-	r.mgrCPU, r.cpCPU = cpu1-cpu0, cp1-cp0
 	r.requests = requestCounts{}
 	for m, v := range fr.Requests {
 		r.requests[m] = float64(v)
@@ -623,24 +613,15 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if err != nil {
 		return r, h, err
 	}
-	cpu1, err := cpuOf(pid)
+	u, err := b.endOf(pid, cpu0, cp0)
 	if err != nil {
 		return r, h, err
 	}
-	cp1, err := cpuOf(b.cpPIDs...)
-	if err != nil {
-		return r, h, err
-	}
-	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
-		return r, h, err
-	}
-	if r.after, err = readRSS(pid); err != nil {
-		return r, h, err
-	}
+	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
 	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
 		return r, h, err
 	}
-	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
+	r.requests = after.minus(before)
 	if r.applied, err = b.countApplied(ctx, fieldopsNS); err != nil {
 		return r, h, err
 	}
@@ -675,10 +656,12 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if after, err = settle(m.metricsURL, 2*time.Second, 30*time.Second); err != nil {
 		return r, h, err
 	}
-	if cpu1, err = cpuOf(pid); err != nil {
+	cpu1, err := cpuOf(pid)
+	if err != nil {
 		return r, h, err
 	}
-	if cp1, err = cpuOf(b.cpPIDs...); err != nil {
+	cp1, err := cpuOf(b.cpPIDs...)
+	if err != nil {
 		return r, h, err
 	}
 	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
@@ -872,4 +855,34 @@ func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	return path, os.WriteFile(path, b, 0o600)
+}
+
+// usage is what a side used by the end of its converge: CPU seconds of
+// the manager and of the control plane since cpu0 and cp0, the manager's
+// peak RSS (VmHWM, KiB) and its resident set now.
+type usage struct {
+	mgrCPU, cpCPU float64
+	peakRSS       int64
+	after         rssSample
+}
+
+// endOf reads the usage of pid at the end of a side's converge.
+func (b *bench) endOf(pid int, cpu0, cp0 float64) (usage, error) {
+	var u usage
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return u, err
+	}
+	cp1, err := cpuOf(b.cpPIDs...)
+	if err != nil {
+		return u, err
+	}
+	if u.peakRSS, err = peakRSSKiB(pid); err != nil {
+		return u, err
+	}
+	if u.after, err = readRSS(pid); err != nil {
+		return u, err
+	}
+	u.mgrCPU, u.cpCPU = cpu1-cpu0, cp1-cp0
+	return u, nil
 }

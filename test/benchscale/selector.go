@@ -355,24 +355,15 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu1, err := cpuOf(pid)
+	u, err := b.endOf(pid, cpu0, cp0)
 	if err != nil {
 		return nil, err
 	}
-	cp1, err := cpuOf(b.cpPIDs...)
-	if err != nil {
-		return nil, err
-	}
-	if r.peakRSS, err = peakRSSKiB(pid); err != nil {
-		return nil, err
-	}
-	if r.after, err = readRSS(pid); err != nil {
-		return nil, err
-	}
+	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
 	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
 		return nil, err
 	}
-	r.requests, r.mgrCPU, r.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
+	r.requests = after.minus(before)
 	var fp v1alpha1.FieldPatch
 	if err := b.c.Get(ctx, client.ObjectKey{Namespace: selectorNS, Name: selectorPatch}, &fp); err != nil {
 		return nil, err
@@ -454,10 +445,12 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if after, err = settle(m.metricsURL, 2*time.Second, 30*time.Second); err != nil {
 		return nil, err
 	}
-	if cpu1, err = cpuOf(pid); err != nil {
+	cpu1, err := cpuOf(pid)
+	if err != nil {
 		return nil, err
 	}
-	if cp1, err = cpuOf(b.cpPIDs...); err != nil {
+	cp1, err := cpuOf(b.cpPIDs...)
+	if err != nil {
 		return nil, err
 	}
 	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
