@@ -293,6 +293,9 @@ func (r *Reconciler) reconcileSelector(ctx context.Context, obj v1alpha1.Patcher
 	if step, ok, err := r.listTargets(sp); !ok {
 		return step, err
 	}
+	if err := r.recordAhead(ctx, sp); err != nil {
+		return r.fail(obj, err)
+	}
 	r.runPasses(ctx, sp, nil)
 	if err := r.recordFirst(ctx, sp); err != nil {
 		return r.fail(obj, err)
@@ -375,6 +378,35 @@ func (r *Reconciler) runPasses(ctx context.Context, sp *selectorPass, idx []int)
 	wg.Wait()
 }
 
+// recordAhead saves, in one status write, a record (with no previous
+// owners) of every matched target the patch has none of, before any
+// write to it. A selector patch finds the targets to give back at its
+// deletion in its records alone (its spec names none), so a target must
+// be recorded before its first write: an apply whose status write then
+// fails, or a manager stopped between the two, leaves no target the
+// deletion cannot find. A record stays while its target matches, written
+// to or not (leaveUnmatched gives a target back and forgets it once it
+// no longer matches); targets fieldops skips get none.
+func (r *Reconciler) recordAhead(ctx context.Context, sp *selectorPass) error {
+	var idx []int
+	pending := map[types.UID]*v1alpha1.FieldPatchStatus{}
+	for i, u := range sp.matched {
+		if sp.entries[u.GetUID()] != nil {
+			continue
+		}
+		if _, skip := r.skipped(u); skip {
+			continue
+		}
+		idx = append(idx, i)
+		pending[u.GetUID()] = &v1alpha1.FieldPatchStatus{}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	_, err := r.saveTargetRecords(ctx, sp.obj, sp.matched, idx, pending, sp.obj)
+	return err
+}
+
 // recordFirst saves the records that must reach the apiserver before
 // their targets' forced writes, at once, then runs those targets' passes
 // again.
@@ -390,7 +422,7 @@ func (r *Reconciler) recordFirst(ctx context.Context, sp *selectorPass) error {
 	if len(again) == 0 {
 		return nil
 	}
-	saved, err := r.saveTargetRecords(ctx, sp.obj, sp.matched, again, pending)
+	saved, err := r.saveTargetRecords(ctx, sp.obj, sp.matched, again, pending, nil)
 	if err != nil {
 		return err
 	}
@@ -620,13 +652,14 @@ func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, live *uns
 	} else if p.current != nil {
 		after = p.current
 	}
-	if ownershipcore.HasManager(after, sp.manager) || !entry.emptyLedger() {
-		out.entry = entry
-	}
 	if p.res.Wrote() && p.res.Object != nil {
 		sp.w.setWrote(uid, p.res.Object.GetResourceVersion())
 	}
 	classify(&out, sst, err)
+	// Every target a pass ran for keeps its record, fields or none: it
+	// was saved ahead of the pass's writes (recordAhead), and a record
+	// dropped would be saved ahead again at the next reconcile.
+	out.entry = entry
 	if out.class == classApplied && res.RequeueAfter == 0 {
 		sp.w.setConverged(uid, fmt.Sprintf("%s/%d", after.GetResourceVersion(), obj.GetGeneration()))
 	} else {
@@ -770,13 +803,17 @@ func sameLedger(a, b *v1alpha1.FieldPatchStatus, uid string) bool {
 }
 
 // saveTargetRecords writes the pending records of previous owners of the
-// targets idx (of matched) in one status write: the patch read fresh, its
-// records continued with the pending ones, written with an optimistic lock
-// on that resourceVersion (as saveRecord does for one target). It returns
-// the records as saved, by target UID.
-func (r *Reconciler) saveTargetRecords(ctx context.Context, obj v1alpha1.Patcher, matched []*unstructured.Unstructured, idx []int, pending map[types.UID]*v1alpha1.FieldPatchStatus) (map[types.UID]*targetEntry, error) {
+// targets idx (of matched) in one status write: the patch as base holds
+// it (nil: read fresh), its records continued with the pending ones,
+// written with an optimistic lock on that resourceVersion (as saveRecord
+// does for one target; a base the apiserver has moved past is a
+// Conflict, and the reconcile is retried). It returns the records as
+// saved, by target UID.
+func (r *Reconciler) saveTargetRecords(ctx context.Context, obj v1alpha1.Patcher, matched []*unstructured.Unstructured, idx []int, pending map[types.UID]*v1alpha1.FieldPatchStatus, base v1alpha1.Patcher) (map[types.UID]*targetEntry, error) {
 	fresh := r.newObject()
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+	if base != nil {
+		fresh = base.DeepCopyObject().(v1alpha1.Patcher)
+	} else if err := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 		return nil, fmt.Errorf("read %s for the records of previous owners: %w", obj.GetName(), err)
 	}
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)

@@ -1,0 +1,124 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package fieldpatch_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+)
+
+// refuseAppliedStatus makes the apiserver refuse, in namespace ns, every
+// status write of a FieldPatch that reports an applied target (a
+// ValidatingAdmissionPolicy and its binding), and waits until it does
+// (a dry-run status write of probe is refused).
+func refuseAppliedStatus(t *testing.T, ns string, probe *v1alpha1.FieldPatch) {
+	t.Helper()
+	ctx := context.Background()
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-applied-status-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"fieldops.dev"}, APIVersions: []string{"*"}, Resources: []string{"fieldpatches/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.status.targets) || !has(object.status.targets.applied) || object.status.targets.applied == 0",
+				Message:    "status writes reporting an applied target are refused (test)",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+			}},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), o) })
+	}
+	eventually(t, "the policy refuses a status write reporting an applied target", func() (bool, string) {
+		p := probe.DeepCopy()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err.Error()
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"targets":{"applied":1}}}`))
+		err := k8s.Status().Patch(ctx, p, patch, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "refused (test)"), fmt.Sprint(err)
+	})
+}
+
+// A selector patch records each target before its first write to it, so
+// that an apply whose status write is then lost (refused here, as a
+// failed request or a manager stopped between the two would lose it)
+// still leaves a record its deletion finds: the fields the patch added go,
+// and no entry of its field manager is left on the target (test/invariants
+// under faults, seed 1000003: the deletion found no record and left the
+// patch's Apply entry owning the field).
+func TestSelectorTargetRecordedBeforeItsFirstWrite(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-ahead")
+	probe := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: probe, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {never: "matches"}}}
+  patch: {data: {x: "1"}}
+`)
+	refuseAppliedStatus(t, ns, probe)
+	before := helmConfigMaps(t, ns, "yes", "cm")
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {added: "1"}}
+`)
+	manager := "fieldops-fieldpatch/" + ns + "/p"
+	eventually(t, "the target applied, the status write reporting it refused", func() (bool, string) {
+		u := live(t, configMap(t, ns, "cm"))
+		got := fmt.Sprint(owners(t, u)[".data.added"])
+		return got == "["+manager+"/Apply]", got
+	})
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fp), fp); err != nil {
+		t.Fatal(err)
+	}
+	if ts := fp.Status.Targets; ts == nil || len(ts.Records) != 1 || ts.Applied != 0 {
+		t.Fatalf("status.targets %+v, want the target's record saved ahead and no applied count", ts)
+	}
+
+	deleteAndWait(t, fp)
+	u := live(t, configMap(t, ns, "cm"))
+	if got := fmt.Sprint(owners(t, u)); got != before["cm"] {
+		t.Errorf("after deletion: owners %s, want %s", got, before["cm"])
+	}
+	if _, found, _ := unstructured.NestedString(u.Object, "data", "added"); found {
+		t.Error("after deletion: the field the patch added stays")
+	}
+}
