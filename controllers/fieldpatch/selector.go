@@ -864,7 +864,15 @@ func (r *Reconciler) giveBackTarget(ctx context.Context, obj v1alpha1.Patcher, m
 	sh := &shadow{target: types.UID(e.rec.UID), name: fmt.Sprintf("%s %s", gvk.Kind, objectName(ref)), events: events, stored: e}
 	r.shadows.Store(so, sh)
 	defer r.shadows.Delete(so)
-	return r.giveBack(ctx, applier, so, ref, manager, live)
+	err := r.giveBack(ctx, applier, so, ref, manager, live)
+	if err != nil && apierrors.IsForbidden(err) && e.rec.Fields == 0 && e.emptyLedger() {
+		// A target recorded with no field and no previous owner that the
+		// account may not read (a target it was never allowed to write
+		// to, recorded ahead of a write that was refused): nothing of
+		// the patch's to give back, and no retry that could succeed.
+		return nil
+	}
+	return err
 }
 
 // giveBackSelector gives every target of a deleted selector patch its

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -120,5 +122,66 @@ spec:
 	}
 	if _, found, _ := unstructured.NestedString(u.Object, "data", "added"); found {
 		t.Error("after deletion: the field the patch added stays")
+	}
+}
+
+// A target the patch's account may not write to (nor read: its rights
+// name the other target only) is recorded ahead with no field, counted
+// forbidden, and neither its relabelling out of the selector nor the
+// patch's deletion fails on it: nothing of the patch's is there to give
+// back. The target it may write to is given back as usual.
+func TestSelectorTargetNeverWritableLeavesCleanly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "sel-limited")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "limited", Namespace: ns}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "limited", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}, ResourceNames: []string{"ok"}},
+	}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "limited", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "limited"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "limited", Namespace: ns}}}
+	for _, o := range []client.Object{sa, role, rb} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := helmConfigMaps(t, ns, "yes", "ok", "nope")
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  serviceAccountName: limited
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {added: "1"}}
+`)
+	eventually(t, "one target applied, one forbidden", func() (bool, string) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(fp), fp); err != nil {
+			return false, err.Error()
+		}
+		ts := fp.Status.Targets
+		if ts == nil {
+			return false, "no status.targets"
+		}
+		return ts.Matched == 2 && ts.Applied == 1 && ts.Forbidden == 1 && len(ts.Records) == 2, fmt.Sprintf("%+v", *ts)
+	})
+
+	if err := k8s.Patch(ctx, configMap(t, ns, "nope"), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"proxy":"no"}}}`)), client.FieldOwner("kubectl-label")); err != nil {
+		t.Fatal(err)
+	}
+	waitTargets(t, fp, 1, 1)
+	if n := len(fp.Status.Targets.Records); n != 1 {
+		t.Errorf("%d records after the forbidden target left, want 1", n)
+	}
+
+	deleteAndWait(t, fp)
+	u := live(t, configMap(t, ns, "ok"))
+	if got := fmt.Sprint(owners(t, u)); got != before["ok"] {
+		t.Errorf("ok after deletion: owners %s, want %s", got, before["ok"])
+	}
+	if _, found, _ := unstructured.NestedString(u.Object, "data", "added"); found {
+		t.Error("ok after deletion: the field the patch added stays")
 	}
 }
