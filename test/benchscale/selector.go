@@ -330,6 +330,12 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var profile sync.WaitGroup
+	defer profile.Wait()
+	if m.pprofURL != "" {
+		profile.Go(func() { b.profileManager(m, "fieldops-selector-converge-cpu.pb.gz") })
+		profile.Go(func() { b.profileAPIServer("apiserver-selector-converge-cpu.pb.gz") })
+	}
 	peak := watchRSS(pid, rssInterval)
 	start := time.Now()
 	if err := b.c.Create(ctx, selectorFieldPatch(selectorNS)); err != nil {
