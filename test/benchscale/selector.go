@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -368,6 +371,11 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
 	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
 		return nil, err
+	}
+	if m.pprofURL != "" {
+		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-selector-converged-heap.pb.gz")); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+		}
 	}
 	r.requests = after.minus(before)
 	var fp v1alpha1.FieldPatch
