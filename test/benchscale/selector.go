@@ -53,9 +53,10 @@ type selectorResult struct {
 	// N applied and every Deployment carries the env var.
 	wall     time.Duration
 	requests requestCounts
-	mgrCPU   float64 // seconds
-	cpCPU    float64 // kube-apiserver + etcd, seconds
-	peakRSS  int64   // KiB, VmHWM (warm-up and converge)
+	mgrCPU   float64   // seconds
+	cpCPU    float64   // kube-apiserver + etcd, seconds
+	peakRSS  int64     // KiB, VmHWM (warm-up and converge)
+	before   rssSample // just before the converge (the manager warm, idle)
 	peak     rssSample
 	after    rssSample
 	heap     heapStats // the Go heap after the converge
@@ -339,6 +340,9 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 		profile.Go(func() { b.profileManager(m, "fieldops-selector-converge-cpu.pb.gz") })
 		profile.Go(func() { b.profileAPIServer("apiserver-selector-converge-cpu.pb.gz") })
 	}
+	if r.before, err = readRSS(pid); err != nil {
+		return nil, err
+	}
 	peak := watchRSS(pid, rssInterval)
 	start := time.Now()
 	if err := b.c.Create(ctx, selectorFieldPatch(selectorNS)); err != nil {
@@ -543,6 +547,7 @@ func (r *result) printSelector(w io.Writer) {
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), mib(s.peakRSS), ratio(float64(s.peakRSS), float64(fx.peakRSS)))
 	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t%s\t\n", split(fx.peak), split(fo.peak), split(s.peak))
 	fmt.Fprintf(tw, "peak anonymous (RssAnon)\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s\n", mib(fx.peak.maxAnon), mib(fo.peak.maxAnon), mib(s.peak.maxAnon), ratio(float64(s.peak.maxAnon), float64(fx.peak.maxAnon)))
+	fmt.Fprintf(tw, "RSS before, anon + file\t%s\t%s\t%s\t\n", split(fx.before), split(fo.before), split(s.before))
 	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s\t\n", split(fx.after), split(fo.after), split(s.after))
 	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20), s.heap.alloc/(1<<20), s.heap.inuse/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n, s.applied, n)
