@@ -445,31 +445,6 @@ func (a *Applier) verify(ctx context.Context, s State, intent, answer *unstructu
 	return m.divergence(ctx, &DivergenceError{Object: describe(answer), Operation: op, Manager: opts.FieldManager, Diff: diff}, s, predicted, got)
 }
 
-// predict is the model's state after the apply of intent by manager on s
-// (known, when not nil: computed already); an apply without guard that
-// the model finds in conflict is predicted forced (see verify).
-func (m Model) predict(s State, intent *unstructured.Unstructured, manager string, force, guarded bool, known *State) (State, error) {
-	if known != nil {
-		return *known, nil
-	}
-	predicted, err := m.Apply(s, intent, manager, force)
-	if apierrors.IsConflict(err) && !guarded {
-		predicted, err = m.Apply(s, intent, manager, true)
-	}
-	return predicted, err
-}
-
-// skeleton is the object intent names, with no content: what an apply
-// that creates it starts from.
-func skeleton(intent *unstructured.Unstructured) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(intent.GetAPIVersion())
-	u.SetKind(intent.GetKind())
-	u.SetNamespace(intent.GetNamespace())
-	u.SetName(intent.GetName())
-	return u
-}
-
 // applyRequest is the body and options of the apply of intent: the UID
 // guard, force (with live's resourceVersion as a precondition), dry run.
 func applyRequest(intent, live *unstructured.Unstructured, force bool, opts ApplyOptions) (*unstructured.Unstructured, []client.ApplyOption) {
