@@ -202,16 +202,11 @@ func selectorScope(cluster, namespaced, nsSelector bool, kind string) error {
 	return nil
 }
 
-// matches reports whether u is a target: in scope, its labels matched,
-// its name listed (when names are), its namespace's labels matched (when
-// namespaces are selected; a namespace not known yet matches nothing).
-func (c *compiledSelector) matches(u *unstructured.Unstructured, nsLabels func(string) (map[string]string, bool)) bool {
-	return c.labels.Matches(labels.Set(u.GetLabels())) && c.matchesPlace(u.GetNamespace(), u.GetName(), nsLabels)
-}
-
-// matchesPlace is matches without the labels of the object (which the
-// apiserver matched for an object of the selector watch): its namespace
-// and name.
+// matchesPlace reports whether an object of the selector watch (whose
+// labels the apiserver matched) in namespace, named name, is a target: in
+// scope, its name listed (when names are), its namespace's labels matched
+// (when namespaces are selected; a namespace not known yet matches
+// nothing).
 func (c *compiledSelector) matchesPlace(namespace, name string, nsLabels func(string) (map[string]string, bool)) bool {
 	if c.namespace != "" && namespace != c.namespace {
 		return false
