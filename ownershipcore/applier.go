@@ -235,7 +235,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		return res, ErrTargetGone
 	}
 	if live == nil {
-		return a.send(ctx, &res, intent, State{}, false, opts)
+		return a.send(ctx, &res, intent, State{}, decided{intent: intent}, opts)
 	}
 	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
 	if err != nil {
@@ -247,19 +247,19 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 			return res, err
 		}
 	}
-	intent, force, unchanged, err := a.decide(ctx, &res, s, intent, opts)
+	d, err := a.decide(ctx, &res, s, intent, opts)
 	if err != nil {
 		res.Object = s.Object
 		return res, err
 	}
-	if unchanged {
+	if d.unchanged {
 		res.Action, res.Object = ActionUnchanged, s.Object
 		if dropped {
 			res.Action = ActionConfigured // the drop wrote
 		}
 		return res, nil
 	}
-	res, err = a.send(ctx, &res, intent, s, force, opts)
+	res, err = a.send(ctx, &res, d.intent, s, d, opts)
 	if err == nil && dropped && res.Action == ActionUnchanged {
 		res.Action = ActionConfigured // the drop wrote
 	}
@@ -303,13 +303,22 @@ func ignoreUnpredictable(err error) error {
 	return err
 }
 
+// decided is what decide decided: the intent to send (without the fields
+// the strategy yields), whether to force, whether the apply would change
+// nothing, and the model's state after that apply when it was computed on
+// the state itself (no entry set aside, see View): verify compares the
+// answer with it rather than computing it again.
+type decided struct {
+	intent           *unstructured.Unstructured
+	force, unchanged bool
+	predicted        *State
+}
+
 // decide runs the apply of intent on s locally (Model.Apply on s.View():
-// entries of other versions that may name other paths set aside): it returns the
-// intent without the fields the strategy yields, whether to force, and
-// whether the apply would change nothing. An intent the apiserver's field
-// manager refuses (duplicate list-map keys, a wrong type) is an error,
-// never sent.
-func (a *Applier) decide(ctx context.Context, res *Result, s State, intent *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, bool, bool, error) {
+// entries of other versions that may name other paths set aside). An
+// intent the apiserver's field manager refuses (duplicate list-map keys,
+// a wrong type) is an error, never sent.
+func (a *Applier) decide(ctx context.Context, res *Result, s State, intent *unstructured.Unstructured, opts ApplyOptions) (decided, error) {
 	m := a.Model()
 	view := s.View()
 	next, err := m.Apply(view, intent, opts.FieldManager, false)
@@ -317,26 +326,30 @@ func (a *Applier) decide(ctx context.Context, res *Result, s State, intent *unst
 	if apierrors.IsConflict(err) {
 		if intent, force, err = a.resolve(ctx, res, intent, s.Object, opts, err); err != nil {
 			res.Action = ActionConflicted
-			return nil, false, false, err
+			return decided{}, err
 		}
 		next, err = m.Apply(view, intent, opts.FieldManager, force)
 	}
 	if err != nil {
 		if invalid := a.invalidIntent(intent, err); invalid != nil {
-			return nil, false, false, invalid
+			return decided{}, invalid
 		}
-		return intent, force, false, nil // left to the apiserver
+		return decided{intent: intent, force: force}, nil // left to the apiserver
 	}
-	return intent, force, Diff(view, next) == "", nil
+	d := decided{intent: intent, force: force, unchanged: Diff(view, next) == ""}
+	if s.comparable() == nil { // view is s
+		d.predicted = &next
+	}
+	return d, nil
 }
 
-// send sends the server-side apply of intent (decided on s; s.Object nil:
-// no object) and resolves once more the conflicts the apiserver alone
+// send sends the server-side apply of d's intent (decided on s; s.Object
+// nil: no object) and resolves once more the conflicts the apiserver alone
 // reports. A forced apply is guarded by s's resourceVersion: refused, it
 // returns ErrStale. The answer is checked against the model's prediction
-// (verify).
-func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Unstructured, s State, force bool, opts ApplyOptions) (Result, error) {
-	live := s.Object
+// (verify: d's, unless the apiserver's conflicts changed the intent).
+func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Unstructured, s State, d decided, opts ApplyOptions) (Result, error) {
+	live, force, predicted := s.Object, d.force, d.predicted
 	for round := 0; ; round++ {
 		out, applyOpts := applyRequest(intent, live, force, opts)
 		if force && !opts.DryRun && opts.BeforeForce != nil {
@@ -348,7 +361,7 @@ func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Un
 		switch {
 		case err == nil:
 			res.Object, res.Action = out, appliedAction(live, out, opts.DryRun)
-			return *res, a.verify(ctx, s, intent, out, force, opts)
+			return *res, a.verify(ctx, s, intent, out, force, predicted, opts)
 		case isUIDMismatch(err):
 			return *res, ErrTargetGone
 		case force && isStaleApply(err):
@@ -362,6 +375,7 @@ func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Un
 			res.Action, res.Object = ActionConflicted, live
 			return *res, err
 		}
+		predicted = nil // another intent
 	}
 }
 
@@ -394,23 +408,23 @@ func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Un
 //     compared as an apply without force (someone may create the object
 //     first).
 //
+// predicted, when not nil, is Model.Apply of intent on s with force,
+// computed by decide: it is not computed again.
+//
 // Nothing is compared when the model cannot predict the apply:
 // entries of another version whose paths may differ (ErrUnpredictable),
 // an object read in another version than the intent's, or an intent the
 // model's schema refuses and the apiserver's, newer, accepted.
-func (a *Applier) verify(ctx context.Context, s State, intent, answer *unstructured.Unstructured, force bool, opts ApplyOptions) error {
+func (a *Applier) verify(ctx context.Context, s State, intent, answer *unstructured.Unstructured, force bool, known *State, opts ApplyOptions) error {
 	m := a.Model()
 	guarded := force && s.Object != nil
 	if s.Object == nil {
-		s = State{Object: skeleton(intent), SamePaths: true}
+		s, known = State{Object: skeleton(intent), SamePaths: true}, nil
 	}
 	if s.Object.GetAPIVersion() != intent.GetAPIVersion() {
 		return nil
 	}
-	predicted, err := m.Apply(s, intent, opts.FieldManager, force)
-	if apierrors.IsConflict(err) && !guarded {
-		predicted, err = m.Apply(s, intent, opts.FieldManager, true)
-	}
+	predicted, err := m.predict(s, intent, opts.FieldManager, force, guarded, known)
 	if err != nil {
 		return nil
 	}
@@ -429,17 +443,6 @@ func (a *Applier) verify(ctx context.Context, s State, intent, answer *unstructu
 		op += " (dry run)"
 	}
 	return m.divergence(ctx, &DivergenceError{Object: describe(answer), Operation: op, Manager: opts.FieldManager, Diff: diff}, s, predicted, got)
-}
-
-// skeleton is the object intent names, with no content: what an apply
-// that creates it starts from.
-func skeleton(intent *unstructured.Unstructured) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(intent.GetAPIVersion())
-	u.SetKind(intent.GetKind())
-	u.SetNamespace(intent.GetNamespace())
-	u.SetName(intent.GetName())
-	return u
 }
 
 // applyRequest is the body and options of the apply of intent: the UID

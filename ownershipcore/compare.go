@@ -127,14 +127,21 @@ func integralValue(v interface{}) interface{} {
 // write: manager's entries, and the values at the fields they hold in
 // predicted or in answer, or that predicted prunes from before and no
 // other entry of predicted or answer owns.
+//
+// predicted's content is converted to a typed value once, for both the
+// defaulting and its part.
 func (m Model) CompareOwn(before, predicted, answer State, manager string) string {
 	predicted, answer = integral(predicted), integral(answer)
-	got := m.defaulted(before, predicted, answer)
+	pt, err := m.typedContent(predicted.Object)
+	if err != nil {
+		return "" // its part cannot be taken either
+	}
+	got := m.defaultedFrom(before, predicted, pt, answer)
 	fields := predicted.ours(manager).Union(got.ours(manager)).Union(
 		before.ours(manager).Difference(predicted.ours(manager)).Difference(othersOf(predicted, manager)).Difference(othersOf(got, manager)))
-	want, err1 := m.part(predicted, fields, manager)
-	have, err2 := m.part(got, fields, manager)
-	if err1 != nil || err2 != nil {
+	want := partOf(predicted, pt, fields, manager)
+	have, err := m.part(got, fields, manager)
+	if err != nil {
 		return ""
 	}
 	return m.namedDiff(want, have)
@@ -159,6 +166,11 @@ func (m Model) part(s State, fields *fieldpath.Set, manager string) (State, erro
 	if err != nil {
 		return State{}, err
 	}
+	return partOf(s, tv, fields, manager), nil
+}
+
+// partOf is part with tv, s's content as a typed value (typedContent).
+func partOf(s State, tv *typed.TypedValue, fields *fieldpath.Set, manager string) State {
 	content, ok := tv.ExtractItems(fields.Leaves(), typed.WithAppendKeyFields()).AsValue().Unstructured().(map[string]interface{})
 	if !ok {
 		content = map[string]interface{}{}
@@ -171,7 +183,7 @@ func (m Model) part(s State, fields *fieldpath.Set, manager string) (State, erro
 	}
 	out := &unstructured.Unstructured{Object: content}
 	out.SetGroupVersionKind(s.Object.GroupVersionKind())
-	return State{Object: out, Owners: owners, SamePaths: s.SamePaths}, nil
+	return State{Object: out, Owners: owners, SamePaths: s.SamePaths}
 }
 
 // namedDiff is Diff of the states' canonical forms (canonical), with the
@@ -231,7 +243,17 @@ func contentPaths(prefix string, a, b interface{}, out *[]string) {
 //
 // A field got holds besides that an entry owns stays: a divergence.
 func (m Model) defaulted(before, after, got State) State {
-	as, err1 := m.contentSet(after.Object)
+	at, err := m.typedContent(after.Object)
+	if err != nil {
+		return got
+	}
+	return m.defaultedFrom(before, after, at, got)
+}
+
+// defaultedFrom is defaulted with at, after's content as a typed value
+// (typedContent).
+func (m Model) defaultedFrom(before, after State, at *typed.TypedValue, got State) State {
+	as, err1 := at.ToFieldSet()
 	gs, err2 := m.contentSet(got.Object)
 	if err1 != nil || err2 != nil {
 		return got

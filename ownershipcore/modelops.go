@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -277,4 +278,29 @@ func comparableContent(obj *unstructured.Unstructured) map[string]interface{} {
 		out["metadata"] = kept
 	}
 	return out
+}
+
+// predict is the model's state after the apply of intent by manager on s
+// (known, when not nil: computed already); an apply without guard that
+// the model finds in conflict is predicted forced (see verify).
+func (m Model) predict(s State, intent *unstructured.Unstructured, manager string, force, guarded bool, known *State) (State, error) {
+	if known != nil {
+		return *known, nil
+	}
+	predicted, err := m.Apply(s, intent, manager, force)
+	if apierrors.IsConflict(err) && !guarded {
+		predicted, err = m.Apply(s, intent, manager, true)
+	}
+	return predicted, err
+}
+
+// skeleton is the object intent names, with no content: what an apply
+// that creates it starts from.
+func skeleton(intent *unstructured.Unstructured) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(intent.GetAPIVersion())
+	u.SetKind(intent.GetKind())
+	u.SetNamespace(intent.GetNamespace())
+	u.SetName(intent.GetName())
+	return u
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/patchtarget"
@@ -202,26 +202,35 @@ func selectorScope(cluster, namespaced, nsSelector bool, kind string) error {
 	return nil
 }
 
-// matches reports whether u is a target: in scope, its labels matched,
-// its name listed (when names are), its namespace's labels matched (when
-// namespaces are selected; a namespace not known yet matches nothing).
-func (c *compiledSelector) matches(u *unstructured.Unstructured, nsLabels func(string) (map[string]string, bool)) bool {
-	if c.namespace != "" && u.GetNamespace() != c.namespace {
+// matchesPlace reports whether an object of the selector watch (whose
+// labels the apiserver matched) in namespace, named name, is a target: in
+// scope, its name listed (when names are), its namespace's labels matched
+// (when namespaces are selected; a namespace not known yet matches
+// nothing).
+func (c *compiledSelector) matchesPlace(namespace, name string, nsLabels func(string) (map[string]string, bool)) bool {
+	if c.namespace != "" && namespace != c.namespace {
 		return false
 	}
-	if len(c.names) > 0 && !c.names[u.GetName()] {
-		return false
-	}
-	if !c.labels.Matches(labels.Set(u.GetLabels())) {
+	if len(c.names) > 0 && !c.names[name] {
 		return false
 	}
 	if c.nsLabels != nil {
-		l, ok := nsLabels(u.GetNamespace())
+		l, ok := nsLabels(namespace)
 		if !ok || !c.nsLabels.Matches(labels.Set(l)) {
 			return false
 		}
 	}
 	return true
+}
+
+// watchKey is the key of the selector watch of c as account: the
+// apiserver applies the label selector.
+func (c *compiledSelector) watchKey(account tenant.Account) targetcache.SelectorKey {
+	k := targetcache.SelectorKey{GVR: c.gvr, GVK: c.gvk, Namespace: c.namespace, LabelSelector: c.labels.String()}
+	if !account.IsManager() {
+		k.UserName = account.UserName()
+	}
+	return k
 }
 
 // phaseSelector reconciles a selector patch over every target it matches
@@ -271,9 +280,9 @@ type selectorPass struct {
 	// wroteBefore the targets with a record before this reconcile.
 	entries     map[types.UID]*targetEntry
 	wroteBefore map[types.UID]bool
-	// matched are the targets, sorted; byUID every object in scope.
-	matched []*unstructured.Unstructured
-	byUID   map[types.UID]*unstructured.Unstructured
+	// matched are the targets (held by the selector watch), sorted by
+	// namespace and name.
+	matched []targetcache.Held
 	results []targetResult
 }
 
@@ -309,7 +318,7 @@ func (r *Reconciler) reconcileSelector(ctx context.Context, obj v1alpha1.Patcher
 // (with step and err).
 func (r *Reconciler) listTargets(sp *selectorPass) (_ skeleton.Step, ok bool, _ error) {
 	st, gen, sel := sp.obj.PatchStatus(), sp.obj.GetGeneration(), sp.sel
-	w, err := r.selectors.ensure(client.ObjectKeyFromObject(sp.obj), watchScope{gvr: sel.gvr, namespace: sel.namespace, account: sp.account}, sel.nsLabels != nil)
+	w, err := r.selectors.ensure(client.ObjectKeyFromObject(sp.obj), sel.watchKey(sp.account), sel.nsLabels != nil)
 	if err != nil {
 		step, err := r.fail(sp.obj, err)
 		return step, false, err
@@ -334,23 +343,15 @@ func (r *Reconciler) listTargets(sp *selectorPass) (_ skeleton.Step, ok bool, _ 
 	}
 	recorded, nsLabels := sp.wroteBefore, r.selectors.namespaceLabels
 	w.mu.Lock()
-	w.relevant = func(u *unstructured.Unstructured) bool { return recorded[u.GetUID()] || sel.matches(u, nsLabels) }
+	w.relevant = func(h targetcache.Held) bool {
+		return recorded[h.UID] || sel.matchesPlace(h.Namespace, h.Name, nsLabels)
+	}
 	w.mu.Unlock()
-	all := w.objects()
-	sp.byUID = make(map[types.UID]*unstructured.Unstructured, len(all))
-	for _, u := range all {
-		sp.byUID[u.GetUID()] = u
-		if sel.matches(u, nsLabels) {
-			sp.matched = append(sp.matched, u)
+	for _, h := range w.held.Objects() { // sorted
+		if sel.matchesPlace(h.Namespace, h.Name, nsLabels) {
+			sp.matched = append(sp.matched, h)
 		}
 	}
-	sort.Slice(sp.matched, func(i, j int) bool {
-		a, b := sp.matched[i], sp.matched[j]
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		return a.GetName() < b.GetName()
-	})
 	sp.results = make([]targetResult, len(sp.matched))
 	return skeleton.Step{}, true, nil
 }
@@ -371,8 +372,7 @@ func (r *Reconciler) runPasses(ctx context.Context, sp *selectorPass, idx []int)
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
-			uid := sp.matched[i].GetUID()
-			sp.results[i] = r.targetPass(ctx, sp, sp.matched[i], sp.entries[uid])
+			sp.results[i] = r.targetPass(ctx, sp, sp.matched[i], sp.entries[sp.matched[i].UID])
 		}(i)
 	}
 	wg.Wait()
@@ -386,19 +386,22 @@ func (r *Reconciler) runPasses(ctx context.Context, sp *selectorPass, idx []int)
 // fails, or a manager stopped between the two, leaves no target the
 // deletion cannot find. A record stays while its target matches, written
 // to or not (leaveUnmatched gives a target back and forgets it once it
-// no longer matches); targets fieldops skips get none.
+// no longer matches); fieldops's own objects (protected, known from their
+// names) get none. The held objects are not decoded here: a target
+// fieldops manages (known from its owner references) is recorded, and
+// its pass keeps the record (keptRecord).
 func (r *Reconciler) recordAhead(ctx context.Context, sp *selectorPass) error {
 	var idx []int
 	pending := map[types.UID]*v1alpha1.FieldPatchStatus{}
-	for i, u := range sp.matched {
-		if sp.entries[u.GetUID()] != nil {
+	for i, h := range sp.matched {
+		if sp.entries[h.UID] != nil {
 			continue
 		}
-		if _, skip := r.skipped(u); skip {
+		if _, skip := r.protected(sp.sel.gvk, h.Namespace, h.Name); skip {
 			continue
 		}
 		idx = append(idx, i)
-		pending[u.GetUID()] = &v1alpha1.FieldPatchStatus{}
+		pending[h.UID] = &v1alpha1.FieldPatchStatus{}
 	}
 	if len(idx) == 0 {
 		return nil
@@ -416,7 +419,7 @@ func (r *Reconciler) recordFirst(ctx context.Context, sp *selectorPass) error {
 	for i, res := range sp.results {
 		if res.pending != nil {
 			again = append(again, i)
-			pending[sp.matched[i].GetUID()] = res.pending
+			pending[sp.matched[i].UID] = res.pending
 		}
 	}
 	if len(again) == 0 {
@@ -427,35 +430,41 @@ func (r *Reconciler) recordFirst(ctx context.Context, sp *selectorPass) error {
 		return err
 	}
 	for _, i := range again {
-		sp.entries[sp.matched[i].GetUID()] = saved[sp.matched[i].GetUID()]
+		sp.entries[sp.matched[i].UID] = saved[sp.matched[i].UID]
 	}
 	r.runPasses(ctx, sp, again)
 	for _, i := range again {
 		if sp.results[i].pending != nil {
 			msg := "the record of previous owners changed again before the write; retried"
-			sp.results[i] = targetResult{entry: sp.entries[sp.matched[i].GetUID()], class: classFailed, reason: ReasonApplyFailed, message: msg, err: errors.New(msg)}
+			sp.results[i] = targetResult{entry: sp.entries[sp.matched[i].UID], class: classFailed, reason: ReasonApplyFailed, message: msg, err: errors.New(msg)}
 		}
 	}
 	return nil
 }
 
 // leaveUnmatched gives back the fields of the targets with a record that
-// no longer match, and forgets those that are gone.
+// no longer match, and forgets those that are gone. A target still in the
+// selector watch (its labels match, its name or namespace no longer do)
+// is decoded from it; one that left the watch (relabelled out, or
+// deleted) is read through the patch's account: one GET, then none once
+// its record is gone.
 func (r *Reconciler) leaveUnmatched(ctx context.Context, sp *selectorPass) []error {
 	inMatch := make(map[types.UID]bool, len(sp.matched))
-	for _, u := range sp.matched {
-		inMatch[u.GetUID()] = true
+	for _, h := range sp.matched {
+		inMatch[h.UID] = true
 	}
 	var errs []error
 	for uid, e := range sp.entries {
 		if inMatch[uid] {
 			continue
 		}
-		if u := sp.byUID[uid]; u != nil {
-			if err := r.giveBackTarget(ctx, sp.obj, sp.manager, sp.applier, sp.sel.gvk, e, u, sp.events); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", objectName(u), tenant.Explain(sp.account, err)))
-				continue
-			}
+		live, err := heldObject(sp.w.held, uid)
+		if err == nil {
+			err = r.giveBackTarget(ctx, sp.obj, sp.manager, sp.applier, sp.sel.gvk, e, live, sp.events)
+		}
+		if err != nil && !isGoneErr(err) {
+			errs = append(errs, fmt.Errorf("%s: %w", objectName(e.refObject()), tenant.Explain(sp.account, err)))
+			continue
 		}
 		delete(sp.entries, uid)
 		r.contests.Forget(contestKey(sp.obj, string(uid)))
@@ -480,7 +489,7 @@ type selectorCounts struct {
 func (sp *selectorPass) count() selectorCounts {
 	c := selectorCounts{ts: &v1alpha1.TargetsStatus{Matched: int32(len(sp.matched))}, terminalOnly: true}
 	for i, res := range sp.results {
-		uid := sp.matched[i].GetUID()
+		uid := sp.matched[i].UID
 		if res.entry != nil {
 			sp.entries[uid] = res.entry
 			c.fields += res.entry.rec.Fields
@@ -504,7 +513,7 @@ func (sp *selectorPass) count() selectorCounts {
 		if res.err != nil && c.firstErr == nil {
 			c.firstErr = res.err
 		}
-		c.problems = append(c.problems, v1alpha1.TargetProblem{Namespace: sp.matched[i].GetNamespace(), Name: sp.matched[i].GetName(), Reason: res.reason, Message: notes.Condition(res.message)})
+		c.problems = append(c.problems, v1alpha1.TargetProblem{Namespace: sp.matched[i].Namespace, Name: sp.matched[i].Name, Reason: res.reason, Message: notes.Condition(res.message)})
 	}
 	return c
 }
@@ -607,22 +616,27 @@ func (r *Reconciler) targetPhases() []skeleton.Phase[*pass] {
 	}
 }
 
-// targetPass runs the single-target phases for the target live (from the
-// watch: shared, not modified) on a shadow of the patch holding the
-// target's stored record. A target whose version and the patch's
-// generation are those of a pass that found it applied is skipped (no
-// decision, no request): a quiet selector patch costs nothing.
+// targetPass runs the single-target phases for the target h (held by the
+// selector watch; decoded into a copy of the pass's own) on a shadow of
+// the patch holding the target's stored record. A target whose version
+// and the patch's generation are those of a pass that found it applied
+// is skipped before it is decoded (no decision, no request): a quiet
+// selector patch costs nothing.
 //
 // A target without a record before this reconcile (sp.wroteBefore) has
 // no earlier write: a record saved in this reconcile (errRecordFirst) is
 // not one, and what differs from it is no drift.
-func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, live *unstructured.Unstructured, stored *targetEntry) targetResult {
-	uid, obj := live.GetUID(), sp.obj
-	if stored != nil && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", live.GetResourceVersion(), obj.GetGeneration())) {
+func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, h targetcache.Held, stored *targetEntry) targetResult {
+	uid, obj := h.UID, sp.obj
+	if stored != nil && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", h.ResourceVersion, obj.GetGeneration())) {
 		return targetResult{entry: stored, class: classApplied}
 	}
+	live, err := h.Object()
+	if err != nil {
+		return targetResult{entry: r.keptRecord(sp, h, stored), class: classFailed, reason: ReasonApplyFailed, message: err.Error(), err: err}
+	}
 	if msg, skip := r.skipped(live); skip {
-		return targetResult{entry: stored, class: classSkipped, reason: ReasonForbiddenTarget, message: msg}
+		return targetResult{entry: r.keptRecord(sp, h, stored), class: classSkipped, reason: ReasonForbiddenTarget, message: msg}
 	}
 	gvk := live.GroupVersionKind()
 	sh := &shadow{target: uid, name: fmt.Sprintf("%s %s", gvk.Kind, objectName(live)), events: sp.events, stored: stored}
@@ -637,7 +651,7 @@ func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, live *uns
 	ref.SetGroupVersionKind(gvk)
 	ref.SetNamespace(live.GetNamespace())
 	ref.SetName(live.GetName())
-	p := &pass{obj: so, manager: sp.manager, ref: ref, live: live.DeepCopy(), applier: sp.applier, account: sp.account}
+	p := &pass{obj: so, manager: sp.manager, ref: ref, live: live, applier: sp.applier, account: sp.account}
 	res, _, err := skeleton.RunPhases(ctx, p, r.targetPhases())
 	if sh.pending != nil {
 		return targetResult{entry: stored, pending: sh.pending}
@@ -671,14 +685,36 @@ func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, live *uns
 // skipped says why fieldops never patches live (its own objects, and the
 // objects it manages), as it refuses such a single target.
 func (r *Reconciler) skipped(live *unstructured.Unstructured) (string, bool) {
-	gvk := live.GroupVersionKind()
-	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, live.GetNamespace(), live.GetName(), r.Tenancy.OwnNamespace); ok {
-		return fmt.Sprintf("skipped: %s; fieldops does not patch its own objects", why), true
+	if why, ok := r.protected(live.GroupVersionKind(), live.GetNamespace(), live.GetName()); ok {
+		return why, true
 	}
 	if err := patchtarget.ManagedByFieldops(live); err != nil {
 		return "skipped: " + err.Error(), true
 	}
 	return "", false
+}
+
+// protected says why fieldops never patches the object namespace/name of
+// gvk (its own objects, known from their names).
+func (r *Reconciler) protected(gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, namespace, name, r.Tenancy.OwnNamespace); ok {
+		return fmt.Sprintf("skipped: %s; fieldops does not patch its own objects", why), true
+	}
+	return "", false
+}
+
+// keptRecord is the record a target h keeps when its pass stops before
+// its phases (skipped, or not decoded): stored, or, unless fieldops
+// protects the object (recordAhead did not record it), a record with no
+// field, so that the next reconcile does not record it ahead again.
+func (r *Reconciler) keptRecord(sp *selectorPass, h targetcache.Held, stored *targetEntry) *targetEntry {
+	if stored != nil {
+		return stored
+	}
+	if _, ok := r.protected(sp.sel.gvk, h.Namespace, h.Name); ok {
+		return nil
+	}
+	return &targetEntry{rec: v1alpha1.TargetRecord{Namespace: h.Namespace, Name: h.Name, UID: string(h.UID)}}
 }
 
 // classify sets the class, reason and message of a target's pass from
@@ -809,7 +845,7 @@ func sameLedger(a, b *v1alpha1.FieldPatchStatus, uid string) bool {
 // does for one target; a base the apiserver has moved past is a
 // Conflict, and the reconcile is retried). It returns the records as
 // saved, by target UID.
-func (r *Reconciler) saveTargetRecords(ctx context.Context, obj v1alpha1.Patcher, matched []*unstructured.Unstructured, idx []int, pending map[types.UID]*v1alpha1.FieldPatchStatus, base v1alpha1.Patcher) (map[types.UID]*targetEntry, error) {
+func (r *Reconciler) saveTargetRecords(ctx context.Context, obj v1alpha1.Patcher, matched []targetcache.Held, idx []int, pending map[types.UID]*v1alpha1.FieldPatchStatus, base v1alpha1.Patcher) (map[types.UID]*targetEntry, error) {
 	fresh := r.newObject()
 	if base != nil {
 		fresh = base.DeepCopyObject().(v1alpha1.Patcher)
@@ -819,13 +855,13 @@ func (r *Reconciler) saveTargetRecords(ctx context.Context, obj v1alpha1.Patcher
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
 	entries := readTargets(fresh.PatchStatus().Targets)
 	for _, i := range idx {
-		u := matched[i]
-		e := entries[u.GetUID()]
+		h := matched[i]
+		e := entries[h.UID]
 		if e == nil {
-			e = &targetEntry{rec: v1alpha1.TargetRecord{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}}
-			entries[u.GetUID()] = e
+			e = &targetEntry{rec: v1alpha1.TargetRecord{Namespace: h.Namespace, Name: h.Name, UID: string(h.UID)}}
+			entries[h.UID] = e
 		}
-		e.takeLedger(pending[u.GetUID()])
+		e.takeLedger(pending[h.UID])
 	}
 	ts := fresh.PatchStatus().Targets
 	if ts == nil {
@@ -876,10 +912,11 @@ func (r *Reconciler) giveBackTarget(ctx context.Context, obj v1alpha1.Patcher, m
 }
 
 // giveBackSelector gives every target of a deleted selector patch its
-// fields back (giveBackTarget), reading each from the patch's watch when
-// it runs and has synced, else through the patch's account. Targets given
-// back leave status.targets.records, so that a retry after a failure
-// gives back only the rest.
+// fields back (giveBackTarget), decoding each from the patch's selector
+// watch when it holds it (synced), else reading it through the patch's
+// account (a target relabelled out, or before the watch synced). Targets
+// given back leave status.targets.records, so that a retry after a
+// failure gives back only the rest.
 func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher, manager string) error {
 	st := obj.PatchStatus()
 	entries := readTargets(st.Targets)
@@ -896,7 +933,7 @@ func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher,
 	if err != nil {
 		return err
 	}
-	w, byUID := r.syncedSelectorObjects(client.ObjectKeyFromObject(obj))
+	held := r.syncedSelectorWatch(client.ObjectKeyFromObject(obj))
 	events := &eventLog{}
 	var mu sync.Mutex
 	var errs []error
@@ -909,11 +946,8 @@ func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher,
 		go func(e *targetEntry) {
 			defer func() { <-sem; wg.Done() }()
 			uid := types.UID(e.rec.UID)
-			live := byUID[uid]
-			var err error
-			if w == nil || live != nil {
-				// (Absent from a synced watch, which holds every object
-				// in scope: gone.)
+			live, err := heldObject(held, uid)
+			if err == nil {
 				err = r.giveBackTarget(ctx, obj, manager, applier, gvk, e, live, events)
 			}
 			mu.Lock()
@@ -936,22 +970,30 @@ func (r *Reconciler) giveBackSelector(ctx context.Context, obj v1alpha1.Patcher,
 	return errors.Join(errs...)
 }
 
-// syncedSelectorObjects returns the selector watch of the patch key and
-// the objects it holds by UID, once it has synced (it then holds every
-// object in scope); nil and an empty map before, or without a watch.
-func (r *Reconciler) syncedSelectorObjects(key types.NamespacedName) (*selectorWatch, map[types.UID]*unstructured.Unstructured) {
-	byUID := map[types.UID]*unstructured.Unstructured{}
+// syncedSelectorWatch returns the selector watch of the patch key once it
+// has synced; nil before, or without a watch.
+func (r *Reconciler) syncedSelectorWatch(key types.NamespacedName) *targetcache.SelectorWatch {
 	w := r.selectors.get(key)
 	if w == nil {
-		return nil, byUID
+		return nil
 	}
 	if ok, _ := w.synced(); !ok {
-		return nil, byUID
+		return nil
 	}
-	for _, u := range w.objects() {
-		byUID[u.GetUID()] = u
+	return w.held
+}
+
+// heldObject decodes the object with uid from held (nil: no watch); nil
+// when held does not hold it, for the caller to read it live.
+func heldObject(held *targetcache.SelectorWatch, uid types.UID) (*unstructured.Unstructured, error) {
+	if held == nil {
+		return nil, nil
 	}
-	return w, byUID
+	h, ok := held.Get(uid)
+	if !ok {
+		return nil, nil
+	}
+	return h.Object()
 }
 
 // isGoneErr reports a target that is gone or no longer what the record

@@ -568,3 +568,67 @@ spec:
 		}
 	}
 }
+
+// The selector is the apiserver's to apply: a target relabelled out of it
+// leaves the patch's watch (the watch holds only matching objects), and
+// is still given its fields back exactly, read with one GET; a target
+// relabelled out just before the patch is deleted is given back too,
+// whichever reconcile sees it first.
+func TestSelectorRelabelledOutLeavesTheWatch(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-leave")
+	before := helmConfigMaps(t, ns, "yes", names("cm", 0, 12)...)
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: leave, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {data: {proxy: "http://proxy:3128", owned: fieldops}}
+`)
+	waitTargets(t, fp, 12, 12)
+	relabel := func(n string) {
+		t.Helper()
+		if err := k8s.Patch(context.Background(), configMap(t, ns, n), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"proxy":"no"}}}`)), client.FieldOwner("kubectl-label")); err != nil {
+			t.Fatal(err)
+		}
+		before[n] = strings.Replace(before[n], ".metadata.labels.proxy:[helm/Apply]", ".metadata.labels.proxy:[kubectl-label/Update]", 1)
+	}
+	gets := func(names []string) int {
+		n := 0
+		for _, c := range names {
+			n += requests.Reads("/namespaces/" + ns + "/configmaps/" + c)
+		}
+		return n
+	}
+	out := names("cm", 0, 3)
+	gets0 := gets(out)
+	for _, n := range out {
+		relabel(n)
+	}
+	waitTargets(t, fp, 9, 9)
+	for _, n := range out {
+		if got := fmt.Sprint(owners(t, live(t, configMap(t, ns, n)))); got != before[n] {
+			t.Errorf("%s relabelled out: owners %s, want %s", n, got, before[n])
+		}
+	}
+	if g := gets(out) - gets0; g < len(out) || g > 2*len(out) {
+		t.Errorf("%d GETs of the %d targets relabelled out, want one each (at most two: a fresh read)", g, len(out))
+	}
+	if fp.Status.Targets == nil || len(fp.Status.Targets.Records) != 9 {
+		t.Errorf("records %+v, want the 9 that match", fp.Status.Targets)
+	}
+
+	// Relabelled out, then the patch deleted at once.
+	relabel("cm03")
+	deleteAndWait(t, fp)
+	for n, o := range before {
+		u := live(t, configMap(t, ns, n))
+		if got := fmt.Sprint(owners(t, u)); got != o {
+			t.Errorf("%s after deletion: owners %s, want %s", n, got, o)
+		}
+		if _, found, _ := unstructured.NestedString(u.Object, "data", "proxy"); found {
+			t.Errorf("%s after deletion: the added field stays", n)
+		}
+	}
+}

@@ -20,27 +20,32 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/fieldops/fieldops/controllers/internal/tenant"
+	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 )
 
 // selectorWatches are the watches of the targets of selector patches
-// (spec.targetSelector): one informer per patch, of every object of the
-// selector's kind in the patch's scope (its own namespace for a
-// FieldPatch, every namespace or the cluster-scoped kind for a
-// ClusterFieldPatch), listed and watched with the rights of the account
-// the patch acts as (impersonation, as its applies), so a tenant's
-// selector never sees an object its account may not list. The label
-// selector is applied here, not by the apiserver: an object relabelled
-// out of the selector stays in the store, and its hand-back needs no read.
-// An event queues the patch when the object matches, matched, or was
-// written to by it, except the echo of the patch's own write (the
-// resourceVersion its apply left).
+// (spec.targetSelector): for each patch, a selector watch of the shared
+// targetcache.Selectors keyed by the selector's resource, the patch's
+// scope (its own namespace for a FieldPatch, every namespace or the
+// cluster-scoped kind for a ClusterFieldPatch), the account the patch acts
+// as (impersonated, as its applies: a tenant's selector never sees an
+// object its account may not list) and the label selector, which the
+// apiserver applies: objects that do not match are never held, and those
+// that do are held compressed. Patches with the same key share one watch.
+//
+// An object relabelled out of the selector leaves the watch (a DELETED
+// event); when the patch holds a record of it, the event queues the patch,
+// whose reconcile reads the object (one GET, through the account) and
+// gives its fields back. An event queues the patch when the object
+// matches (names, namespace labels) or has a record of the patch, except
+// the echo of the patch's own write (the resourceVersion its apply left).
 //
 // Namespaces are watched once, with the manager's rights, for the
 // namespaceSelector of ClusterFieldPatches: a change of a Namespace's
 // labels queues every ClusterFieldPatch with a namespaceSelector.
 type selectorWatches struct {
-	cfg *rest.Config
+	cfg  *rest.Config
+	held *targetcache.Selectors
 
 	mu     sync.Mutex
 	base   context.Context
@@ -50,20 +55,22 @@ type selectorWatches struct {
 	nsStop chan struct{}
 }
 
-// selectorWatch is the informer of one selector patch and what the
-// patch's reconciles remember between them.
+// selectorWatch is one selector patch's sink on its selector watch, and
+// what the patch's reconciles remember between them.
 type selectorWatch struct {
-	scope    watchScope
-	informer toolscache.SharedIndexInformer
-	stop     chan struct{}
+	owner *selectorWatches
+	key   types.NamespacedName
+	scope targetcache.SelectorKey
+	held  *targetcache.SelectorWatch
 
 	mu sync.Mutex
-	// err is the last error of the informer's list or watch (Forbidden
-	// for an account that may not list the kind), nil once it synced.
+	// err is the last error of the watch's list or watch (Forbidden for
+	// an account that may not list the kind), nil once it synced.
 	err error
 	// relevant says whether an object's event concerns the patch (it
-	// matches the selector, or the patch has a record of it).
-	relevant func(u *unstructured.Unstructured) bool
+	// matches the selector's names and namespaces, or the patch has a
+	// record of it).
+	relevant func(h targetcache.Held) bool
 	// wrote is, per target, the resourceVersion the patch's own last write
 	// left it at: its echo queues nothing.
 	wrote map[types.UID]string
@@ -78,19 +85,13 @@ type selectorWatch struct {
 	nsSelector bool
 }
 
-// watchScope is what an informer lists: a resource, in a namespace or
-// all, as an account.
-type watchScope struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-	account   tenant.Account
-}
+var _ targetcache.SelectorSink = &selectorWatch{}
 
 func newSelectorWatches(cfg *rest.Config) *selectorWatches {
-	return &selectorWatches{cfg: cfg, m: map[types.NamespacedName]*selectorWatch{}, base: context.Background()}
+	return &selectorWatches{cfg: cfg, held: targetcache.NewSelectors(cfg), m: map[types.NamespacedName]*selectorWatch{}, base: context.Background()}
 }
 
-// start receives the controller's queue; informers stop with ctx.
+// start receives the controller's queue; watches stop with ctx.
 func (s *selectorWatches) start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	s.mu.Lock()
 	s.queue, s.base = q, ctx
@@ -104,10 +105,10 @@ func (s *selectorWatches) start(ctx context.Context, q workqueue.TypedRateLimiti
 func (s *selectorWatches) stopAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, w := range s.m {
-		close(w.stop)
+	for k := range s.m {
 		delete(s.m, k)
 	}
+	s.held.Stop()
 	if s.nsStop != nil {
 		close(s.nsStop)
 		s.nsStop, s.nsInf = nil, nil
@@ -123,9 +124,9 @@ func (s *selectorWatches) enqueue(key types.NamespacedName) {
 	}
 }
 
-// ensure returns the watch of patch key over scope, starting it (and
-// stopping one over another scope) when needed.
-func (s *selectorWatches) ensure(key types.NamespacedName, scope watchScope, nsSelector bool) (*selectorWatch, error) {
+// ensure returns the watch of patch key over scope, acquiring it (and
+// releasing one over another scope) when needed.
+func (s *selectorWatches) ensure(key types.NamespacedName, scope targetcache.SelectorKey, nsSelector bool) (*selectorWatch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.m[key]; ok {
@@ -135,7 +136,7 @@ func (s *selectorWatches) ensure(key types.NamespacedName, scope watchScope, nsS
 			w.mu.Unlock()
 			return w, nil
 		}
-		close(w.stop)
+		s.held.Release(w.scope, w)
 		delete(s.m, key)
 	}
 	if nsSelector && s.nsInf == nil {
@@ -143,89 +144,51 @@ func (s *selectorWatches) ensure(key types.NamespacedName, scope watchScope, nsS
 			return nil, err
 		}
 	}
-	cfg := rest.CopyConfig(s.cfg)
-	if !scope.account.IsManager() {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: scope.account.UserName()}
-	}
-	dc, err := dynamic.NewForConfig(cfg)
+	w := &selectorWatch{owner: s, key: key, scope: scope, wrote: map[types.UID]string{}, converged: map[types.UID]string{}, reasons: map[types.UID]string{}, nsSelector: nsSelector,
+		relevant: func(targetcache.Held) bool { return true }}
+	held, err := s.held.Acquire(scope, w)
 	if err != nil {
 		return nil, err
 	}
-	w := &selectorWatch{scope: scope, stop: make(chan struct{}), wrote: map[types.UID]string{}, converged: map[types.UID]string{}, reasons: map[types.UID]string{}, nsSelector: nsSelector,
-		relevant: func(*unstructured.Unstructured) bool { return true }}
-	w.informer = dynamicinformer.NewFilteredDynamicInformer(dc, scope.gvr, scope.namespace, 0, toolscache.Indexers{}, nil).Informer()
-	_ = w.informer.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
-		w.mu.Lock()
-		w.err = err
-		w.mu.Unlock()
-		s.enqueue(key)
-	})
-	if _, err := w.informer.AddEventHandler(s.handlers(key, w)); err != nil {
-		return nil, err
-	}
-	stop := w.stop
-	go w.informer.Run(stop)
-	go func() {
-		// The initial list's events may all come before the store reports
-		// synced: one more reconcile once it does.
-		if toolscache.WaitForCacheSync(stop, w.informer.HasSynced) {
-			w.mu.Lock()
-			w.err = nil
-			w.mu.Unlock()
-			s.enqueue(key)
-		}
-	}()
+	w.held = held
 	s.m[key] = w
 	return w, nil
 }
 
-// handlers queue patch key on the events of w's objects that concern it.
-func (s *selectorWatches) handlers(key types.NamespacedName, w *selectorWatch) toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o interface{}) {
-			if u, ok := o.(*unstructured.Unstructured); ok && w.concerns(u, nil) {
-				s.enqueue(key)
-			}
-		},
-		UpdateFunc: func(old, o interface{}) {
-			u, ok := o.(*unstructured.Unstructured)
-			if !ok {
-				return
-			}
-			prev, _ := old.(*unstructured.Unstructured)
-			if w.concerns(u, prev) {
-				s.enqueue(key)
-			}
-		},
-		DeleteFunc: func(o interface{}) {
-			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
-			}
-			if u, ok := o.(*unstructured.Unstructured); ok && w.concerns(u, nil) {
-				s.enqueue(key)
-			}
-		},
+// SelectorChanged queues the patch on an event that concerns it.
+func (w *selectorWatch) SelectorChanged(h targetcache.Held, _ bool) {
+	if w.concerns(h) {
+		w.owner.enqueue(w.key)
 	}
 }
 
-// concerns reports whether an event of u (prev: the object before an
-// update) concerns the patch: not the echo of its own write, and about an
-// object that matches, matched, or holds a record of the patch.
-func (w *selectorWatch) concerns(u, prev *unstructured.Unstructured) bool {
+// SelectorSettled notes the watch's sync or failure and queues the patch.
+func (w *selectorWatch) SelectorSettled(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	w.owner.enqueue(w.key)
+}
+
+// concerns reports whether an event of h concerns the patch: not the
+// echo of its own write, and about an object that matches or holds a
+// record of the patch.
+func (w *selectorWatch) concerns(h targetcache.Held) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if rv, ok := w.wrote[u.GetUID()]; ok && rv == u.GetResourceVersion() {
+	if rv, ok := w.wrote[h.UID]; ok && rv == h.ResourceVersion {
 		return false
 	}
-	return w.relevant(u) || (prev != nil && w.relevant(prev))
+	return w.relevant(h)
 }
 
-// release stops the watch of patch key.
+// release stops the watch of patch key (the shared watch stops with its
+// last patch).
 func (s *selectorWatches) release(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.m[key]; ok {
-		close(w.stop)
+		s.held.Release(w.scope, w)
 		delete(s.m, key)
 	}
 }
@@ -237,27 +200,15 @@ func (s *selectorWatches) get(key types.NamespacedName) *selectorWatch {
 	return s.m[key]
 }
 
-// synced reports whether the watch holds every object of its scope, and
-// the last error of its list or watch otherwise.
+// synced reports whether the watch holds every matching object, and the
+// last error of its list or watch otherwise.
 func (w *selectorWatch) synced() (bool, error) {
-	if w.informer.HasSynced() {
-		return true, nil
+	if ok, err := w.held.Synced(); ok || err != nil {
+		return ok, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return false, w.err
-}
-
-// objects are the objects in the watch's store (shared: read only).
-func (w *selectorWatch) objects() []*unstructured.Unstructured {
-	items := w.informer.GetStore().List()
-	out := make([]*unstructured.Unstructured, 0, len(items))
-	for _, o := range items {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // startNamespaces starts the watch of Namespaces (s.mu held).

@@ -677,6 +677,16 @@ func (b *bench) deleteEach(ctx context.Context, n int, obj func(i int) client.Ob
 	return parallel(n, 8, func(i int) error { return b.c.Delete(ctx, obj(i)) })
 }
 
+// profileManager saves a CPU profile of the fieldops manager m
+// (-pprof-seconds long) into -pprof-dir as name; a failure is printed,
+// not returned.
+func (b *bench) profileManager(m *manager, name string) {
+	url := fmt.Sprintf("%sprofile?seconds=%d", m.pprofURL, b.o.pprofSeconds)
+	if err := save(http.DefaultClient, url, filepath.Join(b.o.pprofDir, name)); err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale: CPU profile:", err)
+	}
+}
+
 // profileAPIServer saves a CPU profile of kube-apiserver (-pprof-seconds
 // long) into -pprof-dir as name; a failure is printed, not returned.
 func (b *bench) profileAPIServer(name string) {

@@ -149,13 +149,17 @@ func cpuOf(pids ...int) (float64, error) {
 // anonymous pages (RssAnon: heap, stacks, the Go runtime's own) and its
 // pages of mapped files (RssFile: mostly its own binary), from
 // /proc/<pid>/status.
-type rssSample struct{ anon, file int64 }
+// rssSample is a process's resident memory in KiB: anonymous (RssAnon:
+// heap, stacks) and file-backed (RssFile: the binary's pages), and
+// maxAnon, the largest RssAnon of every sample a sampling saw (its
+// anon for a single reading): memory goals are about anonymous memory.
+type rssSample struct{ anon, file, maxAnon int64 }
 
 func (s rssSample) total() int64 { return s.anon + s.file }
 
 func readRSS(pid int) (rssSample, error) {
 	anon, file, err := rssSplitKiB(pid)
-	return rssSample{anon: anon, file: file}, err
+	return rssSample{anon: anon, file: file, maxAnon: anon}, err
 }
 
 // rssPeak samples a process's resident memory every interval until stop
@@ -172,17 +176,25 @@ func watchRSS(pid int, interval time.Duration) *rssPeak {
 	p := &rssPeak{pid: pid, done: make(chan struct{}), out: make(chan rssSample, 1)}
 	go func() {
 		var peak rssSample
+		var maxAnon int64
+		sample := func() {
+			s, err := readRSS(pid)
+			if err != nil {
+				return
+			}
+			maxAnon = max(maxAnon, s.anon)
+			if s.total() > peak.total() {
+				peak = s
+			}
+		}
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			if s, err := readRSS(pid); err == nil && s.total() > peak.total() {
-				peak = s
-			}
+			sample()
 			select {
 			case <-p.done:
-				if s, err := readRSS(pid); err == nil && s.total() > peak.total() {
-					peak = s
-				}
+				sample()
+				peak.maxAnon = maxAnon
 				p.out <- peak
 				return
 			case <-t.C:

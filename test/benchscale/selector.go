@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -50,9 +53,10 @@ type selectorResult struct {
 	// N applied and every Deployment carries the env var.
 	wall     time.Duration
 	requests requestCounts
-	mgrCPU   float64 // seconds
-	cpCPU    float64 // kube-apiserver + etcd, seconds
-	peakRSS  int64   // KiB, VmHWM (warm-up and converge)
+	mgrCPU   float64   // seconds
+	cpCPU    float64   // kube-apiserver + etcd, seconds
+	peakRSS  int64     // KiB, VmHWM (warm-up and converge)
+	before   rssSample // just before the converge (the manager warm, idle)
 	peak     rssSample
 	after    rssSample
 	heap     heapStats // the Go heap after the converge
@@ -330,6 +334,15 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var profile sync.WaitGroup
+	defer profile.Wait()
+	if m.pprofURL != "" {
+		profile.Go(func() { b.profileManager(m, "fieldops-selector-converge-cpu.pb.gz") })
+		profile.Go(func() { b.profileAPIServer("apiserver-selector-converge-cpu.pb.gz") })
+	}
+	if r.before, err = readRSS(pid); err != nil {
+		return nil, err
+	}
 	peak := watchRSS(pid, rssInterval)
 	start := time.Now()
 	if err := b.c.Create(ctx, selectorFieldPatch(selectorNS)); err != nil {
@@ -362,6 +375,11 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
 	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
 		return nil, err
+	}
+	if m.pprofURL != "" {
+		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-selector-converged-heap.pb.gz")); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+		}
 	}
 	r.requests = after.minus(before)
 	var fp v1alpha1.FieldPatch
@@ -528,6 +546,8 @@ func (r *result) printSelector(w io.Writer) {
 	fmt.Fprintf(tw, "apiserver+etcd CPU\t%.2f s\t%.2f s\t%.2f s\t%s\n", fx.cpCPU, fo.cpCPU, s.cpCPU, ratio(s.cpCPU, fx.cpCPU))
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), mib(s.peakRSS), ratio(float64(s.peakRSS), float64(fx.peakRSS)))
 	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t%s\t\n", split(fx.peak), split(fo.peak), split(s.peak))
+	fmt.Fprintf(tw, "peak anonymous (RssAnon)\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s\n", mib(fx.peak.maxAnon), mib(fo.peak.maxAnon), mib(s.peak.maxAnon), ratio(float64(s.peak.maxAnon), float64(fx.peak.maxAnon)))
+	fmt.Fprintf(tw, "RSS before, anon + file\t%s\t%s\t%s\t\n", split(fx.before), split(fo.before), split(s.before))
 	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s\t\n", split(fx.after), split(fo.after), split(s.after))
 	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20), s.heap.alloc/(1<<20), s.heap.inuse/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n, s.applied, n)
@@ -558,11 +578,15 @@ func (r *result) printSelector(w io.Writer) {
 	// amortized status writes and events are allowed up to 1.2 per target.
 	fmt.Fprintf(w, "  drift repaired at one write each: %.2f writes per drifted target, status writes (%.0f reconciles) and events included (%s at ≤ 1.2)\n",
 		writes(s.driftRequests)/float64(max(s.driftN, 1)), s.driftRequests[reconciles], goal(writes(s.driftRequests) <= float64(s.driftN)*1.2))
-	fmt.Fprintf(w, "  peak RSS ≤ Flux's: %.0f / %.0f MiB (%s)\n", mib(s.peakRSS), mib(fx.peakRSS), goal(s.peakRSS <= fx.peakRSS))
+	// Memory goals are about anonymous memory (the heap, stacks): the
+	// binary's file-backed pages are reported beside (a larger binary is
+	// not a larger working set).
+	fmt.Fprintf(w, "  peak anonymous memory (RssAnon) ≤ Flux's: %.1f / %.1f MiB (%s); file-backed at the sampled peak %.1f / %.1f MiB; VmHWM %.0f / %.0f MiB\n",
+		mib(s.peak.maxAnon), mib(fx.peak.maxAnon), goal(s.peak.maxAnon <= fx.peak.maxAnon), mib(s.peak.file), mib(fx.peak.file), mib(s.peakRSS), mib(fx.peakRSS))
 
-	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak RSS Flux / fieldops | hand-back of all N |\n")
+	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak anonymous memory Flux / fieldops (file-backed beside) | hand-back of all N |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(w, "| %d, one selector patch | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB | %s, %s req/object |\n",
+	fmt.Fprintf(w, "| %d, one selector patch | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB (file %.0f / %.0f MiB) | %s, %s req/object |\n",
 		n, fx.wall.Seconds(), s.wall.Seconds(), ratio(s.wall.Seconds(), fx.wall.Seconds()), fxTotal, sTotal,
-		ratio(s.mgrCPU, fx.mgrCPU), ratio(s.cpCPU, fx.cpCPU), mib(fx.peakRSS), mib(s.peakRSS), secs(s.handBack.wall), hTotal)
+		ratio(s.mgrCPU, fx.mgrCPU), ratio(s.cpCPU, fx.cpCPU), mib(fx.peak.maxAnon), mib(s.peak.maxAnon), mib(fx.peak.file), mib(s.peak.file), secs(s.handBack.wall), hTotal)
 }
