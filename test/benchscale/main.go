@@ -627,7 +627,7 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	}
 	profile.Wait()
 	if m.pprofURL != "" {
-		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
+		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
 			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
 		}
 		before, err = settle(m.metricsURL, 2*time.Second, 20*time.Second)
