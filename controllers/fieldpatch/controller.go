@@ -142,6 +142,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})); err != nil {
 		return err
 	}
+	// The record of a write of ours is dropped once the cache has seen
+	// it, not at the next reconcile (which a status write does not queue):
+	// otherwise every object would keep the record of its last write.
+	if err := c.Watch(source.Kind(mgr.GetCache(), obj, handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.writes().Behind(e.ObjectNew)
+		},
+	})); err != nil {
+		return err
+	}
 	r.watches, err = watch.New(mgr, c, list, r.CacheReader)
 	return err
 }
