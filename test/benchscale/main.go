@@ -630,6 +630,12 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
 			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
 		}
+		// The text form ends with runtime.MemStats read just after a
+		// collection: HeapAlloc there is the live heap, exactly (the
+		// profile above samples it).
+		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1&debug=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.txt")); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+		}
 		before, err = settle(m.metricsURL, 2*time.Second, 20*time.Second)
 		if err != nil {
 			return r, h, err
