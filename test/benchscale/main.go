@@ -480,11 +480,14 @@ func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...s
 		return nil, err
 	}
 	m.cmd = exec.Command(b.o.managerBin, args...)
-	if b.o.managerGOGC != "" {
-		m.cmd.Env = append(os.Environ(), "GOGC="+b.o.managerGOGC)
-	}
-	if b.o.managerGODEBUG != "" {
-		m.cmd.Env = append(append(m.cmd.Env, os.Environ()...), "GODEBUG="+b.o.managerGODEBUG)
+	if b.o.managerGOGC != "" || b.o.managerGODEBUG != "" {
+		m.cmd.Env = os.Environ()
+		if b.o.managerGOGC != "" {
+			m.cmd.Env = append(m.cmd.Env, "GOGC="+b.o.managerGOGC)
+		}
+		if b.o.managerGODEBUG != "" {
+			m.cmd.Env = append(m.cmd.Env, "GODEBUG="+b.o.managerGODEBUG)
+		}
 	}
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
