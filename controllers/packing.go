@@ -60,7 +60,7 @@ func patchDictionary() []byte {
 	cond := func(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, ObservedGeneration: 1, LastTransitionTime: now, Reason: reason, Message: msg}
 	}
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{"k:{\"name\":\"NAME\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:name":{}}}}},"f:metadata":{"f:labels":{},"f:annotations":{}}},"f:data":{}}`)}
+	fields := metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{"k:{\"name\":\"NAME\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:name":{}}}}},"f:metadata":{"f:labels":{},"f:annotations":{}}},"f:data":{}}`)
 	p := &v1alpha1.FieldPatch{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FieldPatch"},
 		Spec: v1alpha1.FieldPatchSpec{

@@ -131,7 +131,7 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 					}
 				}
 			}
-			readsWhole(ctx, t, informers, objs[0])
+			readsWhole(ctx, t, informers, objs[0], tc.opts.DefaultNamespaces == nil)
 			cached := &corev1.Pod{}
 			if err := getSynced(ctx, informers, client.ObjectKeyFromObject(pod), cached); err != nil {
 				t.Fatal(err)
@@ -144,9 +144,11 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 }
 
 // readsWhole checks that the FieldPatch fp, held packed, reads back
-// whole from c (its spec as created), and that Reader lends it, without
-// unpacking, to a List that asks for no copy.
-func readsWhole(ctx context.Context, t *testing.T, c cache.Cache, fp client.Object) {
+// whole from c (its spec as created), and that Reader lists it for a List
+// that asks for no copy: lent without unpacking (its spec left out) when
+// lends, else copied whole (a cache of several namespaces hides the
+// informers' stores).
+func readsWhole(ctx context.Context, t *testing.T, c cache.Cache, fp client.Object, lends bool) {
 	t.Helper()
 	got := &v1alpha1.FieldPatch{}
 	if err := getSynced(ctx, c, client.ObjectKeyFromObject(fp), got); err != nil {
@@ -158,7 +160,10 @@ func readsWhole(ctx context.Context, t *testing.T, c cache.Cache, fp client.Obje
 	}
 	var lent v1alpha1.FieldPatchList
 	if err := Reader(c).List(ctx, &lent, client.UnsafeDisableDeepCopy); err != nil || len(lent.Items) != 1 || lent.Items[0].Name != fp.GetName() {
-		t.Errorf("FieldPatches lent: %v, %d items", err, len(lent.Items))
+		t.Fatalf("FieldPatches lent: %v, %d items", err, len(lent.Items))
+	}
+	if unpacked := lent.Items[0].Spec.Target.Name != ""; unpacked == lends {
+		t.Errorf("FieldPatch listed with no copy: unpacked %v, want %v", unpacked, !lends)
 	}
 }
 

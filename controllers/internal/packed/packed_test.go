@@ -29,7 +29,7 @@ func testKind(dict []byte) *Kind[v1alpha1.FieldPatch, *v1alpha1.FieldPatch] {
 func fullPatch() *v1alpha1.FieldPatch {
 	now := metav1.Now().Rfc3339Copy()
 	del := metav1.NewTime(now.Add(1e9))
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:a":{}}}`)}
+	fields := metav1.NewFieldsV1(`{"f:data":{"f:a":{}}}`)
 	fp := &v1alpha1.FieldPatch{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FieldPatch"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Generation: 3,

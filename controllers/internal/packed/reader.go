@@ -20,6 +20,7 @@ import (
 // Lender lends the objects of one kind from an informer's store (see
 // Reader).
 type Lender interface {
+	holds(list client.ObjectList) bool
 	lend(ctx context.Context, informers cache.Informers, list client.ObjectList, opts *client.ListOptions) (bool, error)
 }
 
@@ -29,7 +30,11 @@ type Lender interface {
 // answered from the informer's store without unpacking: each packed
 // item lent (its metadata shared with the cache, its Ready and Stalled
 // conditions rebuilt from their summary, nothing else), an item held
-// whole as it is. Any other read is the cache's own, whose copies unpack.
+// whole as it is. Where the store cannot be read so (a cache of several
+// namespaces, cache.Options.DefaultNamespaces, whose informers hide
+// their stores, or a list that selects by label or field), the List
+// copies, so that the packed items are unpacked. Any other read is the
+// cache's own, whose copies unpack.
 type Reader struct {
 	Cache cache.Cache
 	Kinds []Lender
@@ -49,18 +54,28 @@ func (r Reader) List(ctx context.Context, list client.ObjectList, opts ...client
 	o.ApplyOptions(opts)
 	if o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy {
 		for _, k := range r.Kinds {
+			if !k.holds(list) {
+				continue
+			}
 			if done, err := k.lend(ctx, r.Cache, list, o); done {
 				return err
 			}
+			// A packed object is no item of list: copy, which unpacks.
+			return r.Cache.List(ctx, list, append(opts, client.UnsafeDisableDeepCopyOption(false))...)
 		}
 	}
 	return r.Cache.List(ctx, list, opts...)
 }
 
-// lend fills list from the informer's store, if list is of the kind, o
-// selects by namespace at most, and the informer has a store.
+// holds reports whether list is a list of the kind.
+func (k *Kind[T, P]) holds(list client.ObjectList) bool {
+	return reflect.TypeOf(list) == reflect.TypeOf(k.NewList())
+}
+
+// lend fills list, a list of the kind, from the informer's store, if o
+// selects by namespace at most and the informer shows its store.
 func (k *Kind[T, P]) lend(ctx context.Context, informers cache.Informers, list client.ObjectList, o *client.ListOptions) (bool, error) {
-	if reflect.TypeOf(list) != reflect.TypeOf(k.NewList()) || o.LabelSelector != nil || o.FieldSelector != nil || o.Limit > 0 {
+	if o.LabelSelector != nil || o.FieldSelector != nil || o.Limit > 0 {
 		return false, nil
 	}
 	inf, err := informers.GetInformer(ctx, P(new(T)))
