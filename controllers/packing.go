@@ -23,8 +23,8 @@ import (
 // and status as compressed JSON, unpacked by every read of the cache
 // that copies (a reconcile's Get). One FieldPatch adding one env var to
 // a Deployment, with its status and record of previous owners, takes
-// about 2.6 KiB of heap decoded and under 1 KiB packed, for some 0.1 ms
-// of CPU per watch event and per read. Readers that only count objects
+// about 2.6 KiB of heap decoded and 0.7 KiB packed, for about 30 µs of
+// CPU per watch event (packing) and 20 µs per read (unpacking). Readers that only count objects
 // by state or read their names (fieldops_objects, the collection of
 // gone referrers) read them through Reader, without unpacking.
 var (
