@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/localcp"
 )
 
@@ -32,8 +33,9 @@ import (
 // all namespaces or per namespace (cache.Options.DefaultNamespaces, as
 // test/invariants runs the manager), and so does the metadata-only
 // informer of CRDs; Pods keep their managed fields (PodSet reads who
-// owns a label). The objects are the samples of config/samples, created
-// with managed fields and both annotations.
+// owns a label). A FieldPatch, held packed, reads back whole. The
+// objects are the samples of config/samples, created with managed fields
+// and both annotations.
 func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 	cp, err := localcp.Start(localcp.Options{})
 	if err != nil {
@@ -105,6 +107,9 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			go func() { _ = informers.Start(ctx) }()
+			if !informers.WaitForCacheSync(ctx) { // a read before Start is refused
+				t.Fatal("the cache did not start")
+			}
 			for _, o := range objs {
 				gvk := o.GetObjectKind().GroupVersionKind()
 				key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
@@ -126,6 +131,7 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 					}
 				}
 			}
+			readsWhole(ctx, t, informers, objs[0], tc.opts.DefaultNamespaces == nil)
 			cached := &corev1.Pod{}
 			if err := getSynced(ctx, informers, client.ObjectKeyFromObject(pod), cached); err != nil {
 				t.Fatal(err)
@@ -134,6 +140,30 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 				t.Error("a Pod is cached without managed fields: PodSet reads them")
 			}
 		})
+	}
+}
+
+// readsWhole checks that the FieldPatch fp, held packed, reads back
+// whole from c (its spec as created), and that Reader lists it for a List
+// that asks for no copy: lent without unpacking (its spec left out) when
+// lends, else copied whole (a cache of several namespaces hides the
+// informers' stores).
+func readsWhole(ctx context.Context, t *testing.T, c cache.Cache, fp client.Object, lends bool) {
+	t.Helper()
+	got := &v1alpha1.FieldPatch{}
+	if err := getSynced(ctx, c, client.ObjectKeyFromObject(fp), got); err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := unstructured.NestedString(fp.(*unstructured.Unstructured).Object, "spec", "target", "name")
+	if got.Spec.Target.Name != want || got.Spec.Patch.Raw == nil {
+		t.Errorf("FieldPatch read from the cache: target %q, patch %s; want target %q and the patch", got.Spec.Target.Name, got.Spec.Patch.Raw, want)
+	}
+	var lent v1alpha1.FieldPatchList
+	if err := Reader(c).List(ctx, &lent, client.UnsafeDisableDeepCopy); err != nil || len(lent.Items) != 1 || lent.Items[0].Name != fp.GetName() {
+		t.Fatalf("FieldPatches lent: %v, %d items", err, len(lent.Items))
+	}
+	if unpacked := lent.Items[0].Spec.Target.Name != ""; unpacked == lends {
+		t.Errorf("FieldPatch listed with no copy: unpacked %v, want %v", unpacked, !lends)
 	}
 }
 

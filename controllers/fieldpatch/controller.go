@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,9 +69,14 @@ type Reconciler struct {
 	// APIReader reads FieldPatches without the cache where a stale copy
 	// would be wrong (the record of previous owners). Nil means Client.
 	APIReader client.Reader
-	Applier   *ownershipcore.Applier
-	Recorder  events.EventRecorder
-	Cluster   bool
+	// CacheReader lists this controller's objects where only their names
+	// are read (the collection of gone referrers' watches): a reader
+	// lending them from the manager's cache without copying
+	// (controllers.Reader); nil means the manager's cache.
+	CacheReader client.Reader
+	Applier     *ownershipcore.Applier
+	Recorder    events.EventRecorder
+	Cluster     bool
 	// Plugins runs conflictPlugin and ignorePlugins; nil when the
 	// ExternalPlugins gate is off.
 	Plugins *host.Host
@@ -111,8 +115,8 @@ func (r *Reconciler) newObject() v1alpha1.Patcher {
 	return &v1alpha1.FieldPatch{}
 }
 
-// SetupWithManager registers the controller, its target index, and the
-// on-demand target watches.
+// SetupWithManager registers the controller and the on-demand target
+// watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
 	r.skeleton()
@@ -120,16 +124,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	name := "fieldpatch"
 	if r.Cluster {
 		obj, list, name = &v1alpha1.ClusterFieldPatch{}, &v1alpha1.ClusterFieldPatchList{}, "clusterfieldpatch"
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, targetIndex, func(o client.Object) []string {
-		p := o.(v1alpha1.Patcher)
-		gv, err := schema.ParseGroupVersion(p.PatchSpec().Target.APIVersion)
-		if err != nil {
-			return nil
-		}
-		return []string{watch.Key(gv.WithKind(p.PatchSpec().Target.Kind).GroupKind(), p.TargetNamespace(), p.PatchSpec().Target.Name)}
-	}); err != nil {
-		return err
 	}
 	r.wake = make(chan event.GenericEvent)
 	r.selectors = newSelectorWatches(mgr.GetConfig())
@@ -148,12 +142,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})); err != nil {
 		return err
 	}
-	r.watches, err = watch.New(mgr, c, list, targetIndex)
+	// The record of a write of ours is dropped once the cache has seen
+	// it, not at the next reconcile (which a status write does not queue):
+	// otherwise every object would keep the record of its last write.
+	if err := c.Watch(source.Kind(mgr.GetCache(), obj, handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.writes().Behind(e.ObjectNew)
+		},
+	})); err != nil {
+		return err
+	}
+	r.watches, err = watch.New(mgr, c, list, r.CacheReader)
 	return err
 }
-
-// targetIndex is the field index of FieldPatches by target (watch.Key).
-const targetIndex = "fieldops.dev/target"
 
 // Reconcile is the shared skeleton (controllers/internal/skeleton): get →
 // wait for a cache behind our own write → finalizer → status written in

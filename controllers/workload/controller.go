@@ -41,10 +41,6 @@ const Finalizer = "fieldops.dev/prune"
 // ownershipcore.ManagerName("fieldops-workload", namespace, name).
 const ManagerPrefix = names.WorkloadPrefix
 
-// objectIndex is the field index of ManagedWorkloads by the watch.Key of
-// each object in spec.resources.
-const objectIndex = "fieldops.dev/object"
-
 // Reconciler reconciles ManagedWorkloads.
 type Reconciler struct {
 	// Concurrency is how many objects are reconciled at once (the
@@ -75,15 +71,10 @@ type Reconciler struct {
 	skel     *skeleton.Reconciler[*v1alpha1.ManagedWorkload, *pass]
 }
 
-// SetupWithManager registers the controller, its object index and the
-// on-demand watches of the applied kinds.
+// SetupWithManager registers the controller and the on-demand watches of
+// the applied kinds.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.skeleton()
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ManagedWorkload{}, objectIndex, func(o client.Object) []string {
-		return indexKeys(o.(*v1alpha1.ManagedWorkload))
-	}); err != nil {
-		return err
-	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Named("managedworkload").
@@ -93,7 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.contests = ownershipcore.NewContestsBase(r.ContestBase)
-	r.watches, err = watch.New(mgr, c, &v1alpha1.ManagedWorkloadList{}, objectIndex)
+	r.watches, err = watch.New(mgr, c, &v1alpha1.ManagedWorkloadList{}, nil)
 	return err
 }
 

@@ -51,10 +51,9 @@ func rank(apiVersion, kind string, namespaced bool) int {
 // applyOrder sorts objects by rank, stable on their index.
 func applyOrder(objs []*object) []*object { return workloadspec.ApplyOrder(objs) }
 
-// indexKeys are the watch keys spec.resources may refer to, for the field
-// index that maps events back to workloads. Without a RESTMapper at index
-// time, an object without a namespace yields both its cluster-scoped key
-// and its key in the workload's namespace.
+// indexKeys are the watch keys spec.resources may refer to. Without a
+// RESTMapper, an object without a namespace yields both its
+// cluster-scoped key and its key in the workload's namespace.
 func indexKeys(mw *v1alpha1.ManagedWorkload) []string {
 	var keys []string
 	for _, raw := range mw.Spec.Resources {

@@ -98,12 +98,14 @@ type options struct {
 	finalizerPolicy bool
 	managerBin      string
 	// managerGOGC is the manager's GOGC ("": the environment's).
-	managerGOGC  string
-	fluxBin      string
-	logDir       string
-	pprofDir     string
-	pprofSeconds int
-	timeout      time.Duration
+	managerGOGC string
+	// managerGODEBUG is the manager's GODEBUG ("": the environment's).
+	managerGODEBUG string
+	fluxBin        string
+	logDir         string
+	pprofDir       string
+	pprofSeconds   int
+	timeout        time.Duration
 	// shards, when positive, adds the sharded run (shards.go), with
 	// FieldPatches placed by shardLayout.
 	shards      int
@@ -122,6 +124,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Workers of both managers: fieldops --concurrency and Flux ResourceManager.SetConcurrency (kustomize-controller's --concurrent-ssa default).")
 	flag.StringVar(&o.managerBin, "manager", "bin/manager", "The fieldops manager binary (go build ./cmd/manager).")
 	flag.StringVar(&o.managerGOGC, "manager-gogc", "", "If set, the manager's GOGC (Go's garbage collector target, percent of the live heap; default 100), to measure memory against CPU.")
+	flag.StringVar(&o.managerGODEBUG, "manager-godebug", "", "If set, the manager's GODEBUG: memprofilerate=1 makes -pprof-dir's heap profile record every allocation, exact to the byte, at the cost of the manager's speed (converge times are then not comparable).")
 	flag.StringVar(&o.fluxBin, "flux", "bin/benchscale-flux", "The Flux side's binary (cd test/benchscale/flux && go build).")
 	flag.StringVar(&o.logDir, "log-dir", "", "Where the managers' logs go (default: a new temporary directory, printed).")
 	flag.StringVar(&o.pprofDir, "pprof-dir", "", "If set, run the manager with --pprof-bind-address and save a CPU profile of the converge (-pprof-seconds) and a heap profile after it here, and kube-apiserver's CPU profiles of both sides' converge, for go tool pprof.")
@@ -477,8 +480,14 @@ func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...s
 		return nil, err
 	}
 	m.cmd = exec.Command(b.o.managerBin, args...)
-	if b.o.managerGOGC != "" {
-		m.cmd.Env = append(os.Environ(), "GOGC="+b.o.managerGOGC)
+	if b.o.managerGOGC != "" || b.o.managerGODEBUG != "" {
+		m.cmd.Env = os.Environ()
+		if b.o.managerGOGC != "" {
+			m.cmd.Env = append(m.cmd.Env, "GOGC="+b.o.managerGOGC)
+		}
+		if b.o.managerGODEBUG != "" {
+			m.cmd.Env = append(m.cmd.Env, "GODEBUG="+b.o.managerGODEBUG)
+		}
 	}
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
@@ -627,7 +636,13 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	}
 	profile.Wait()
 	if m.pprofURL != "" {
-		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
+		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+		}
+		// The text form ends with runtime.MemStats read just after a
+		// collection: HeapAlloc there is the live heap, exactly (the
+		// profile above samples it).
+		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1&debug=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.txt")); err != nil {
 			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
 		}
 		before, err = settle(m.metricsURL, 2*time.Second, 20*time.Second)

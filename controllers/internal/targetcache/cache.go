@@ -430,6 +430,24 @@ func listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, e
 	}
 }
 
+// Referrers returns the referrers whose references on t were taken with
+// sink, each once; none when t is not watched.
+func (c *Cache) Referrers(t Target, sink Sink) []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[t]
+	if e == nil {
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(e.refs))
+	for _, r := range e.refs {
+		if r.Sink == sink {
+			out = append(out, r.Referrer)
+		}
+	}
+	return out
+}
+
 // notify tells every sink holding a reference on t (once each) that t is
 // now at resourceVersion rv, if when (called with t's entry, under c.mu)
 // says so.

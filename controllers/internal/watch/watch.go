@@ -7,7 +7,8 @@ Licensed under the Apache License, Version 2.0.
 // Package watch watches the objects a controller's objects refer to (a
 // FieldPatch's target, a ManagedWorkload's objects), one object at a time,
 // through the manager's shared targetcache.Cache, and maps their events
-// back to the controller's objects through a field index of object keys.
+// back to the controller's objects that hold a reference on them
+// (targetcache.Cache.Referrers).
 //
 // A controller object (the referrer) takes a reference on each object it
 // refers to with Ensure or Track; the watch of an object starts with its
@@ -53,15 +54,18 @@ func Key(gk schema.GroupKind, namespace, name string) string {
 var CollectInterval = 5 * time.Minute
 
 // Watches are one controller's references on the objects its objects
-// refer to. Events on those objects are mapped to every List item whose
-// Index holds the object's Key, and queued on the controller.
+// refer to. Events on those objects are queued on the controller for
+// every referrer holding a reference on the object (no index of the
+// controller's objects: an informer index costs some 0.8 KiB per object).
 // A nil *Watches watches nothing (a reconciler driven directly, in tests).
 type Watches struct {
 	targets *targetcache.Cache
-	// reader reads List items by Index: the manager's cache.
+	// reader lists the controller's objects (collect): the manager's
+	// cache, or a reader lending its objects without copying them.
 	reader client.Reader
 	list   client.ObjectList
-	index  string
+	// referrers, when not nil, stands in for targets.Referrers (tests).
+	referrers func(targetcache.Target) []types.NamespacedName
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -77,14 +81,17 @@ type Watches struct {
 }
 
 // New returns the Watches of controller c, whose objects are listed as
-// list (e.g. &FooList{}) and indexed by index, on mgr's shared target
-// cache. It adds a source to c that receives the events.
-func New(mgr manager.Manager, c controller.Controller, list client.ObjectList, index string) (*Watches, error) {
+// list (e.g. &FooList{}) through reader (nil: mgr's cache), on mgr's
+// shared target cache. It adds a source to c that receives the events.
+func New(mgr manager.Manager, c controller.Controller, list client.ObjectList, reader client.Reader) (*Watches, error) {
 	targets, err := targetcache.Shared(mgr)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watches{targets: targets, reader: mgr.GetCache(), list: list, index: index, refs: map[types.NamespacedName]heldTargets{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}, writing: map[targetcache.Target]map[types.NamespacedName]*[]string{}}
+	if reader == nil {
+		reader = mgr.GetCache()
+	}
+	w := &Watches{targets: targets, reader: reader, list: list, refs: map[types.NamespacedName]heldTargets{}, wrote: map[targetcache.Target]map[types.NamespacedName]string{}, writing: map[targetcache.Target]map[types.NamespacedName]*[]string{}}
 	if err := c.Watch(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		w.mu.Lock()
 		w.queue = q
@@ -291,9 +298,9 @@ func (w *Watches) open(referrer client.Object, target *unstructured.Unstructured
 	}
 }
 
-// TargetChanged implements targetcache.Sink: it queues every List item
-// whose Index holds t's Key, but not a referrer whose own write left t at
-// rv (see recordWrite), nor one writing t now (see Write).
+// TargetChanged implements targetcache.Sink: it queues every referrer
+// holding a reference on t through w, but not a referrer whose own write
+// left t at rv (see recordWrite), nor one writing t now (see Write).
 func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	w.mu.Lock()
 	q := w.queue
@@ -311,29 +318,18 @@ func (w *Watches) TargetChanged(t targetcache.Target, rv string) {
 	if q == nil {
 		return
 	}
-	for _, req := range w.requests(context.Background(), Key(t.GVK.GroupKind(), t.Namespace, t.Name)) {
-		if holding[req.NamespacedName] || (rv != "" && own[req.NamespacedName] == rv) {
+	var referrers []types.NamespacedName
+	if w.referrers != nil {
+		referrers = w.referrers(t)
+	} else {
+		referrers = w.targets.Referrers(t, w)
+	}
+	for _, referrer := range referrers {
+		if holding[referrer] || (rv != "" && own[referrer] == rv) {
 			continue
 		}
-		q.Add(req)
+		q.Add(reconcile.Request{NamespacedName: referrer})
 	}
-}
-
-// requests are the List items whose Index holds key. Only their names are
-// read: the cache lends its own objects (client.UnsafeDisableDeepCopy)
-// rather than copying each referrer on every event of its target.
-func (w *Watches) requests(ctx context.Context, key string) []reconcile.Request {
-	l := w.list.DeepCopyObject().(client.ObjectList)
-	if err := w.reader.List(ctx, l, client.MatchingFields{w.index: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	_ = meta.EachListItem(l, func(o runtime.Object) error {
-		co := o.(client.Object)
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: co.GetNamespace(), Name: co.GetName()}})
-		return nil
-	})
-	return out
 }
 
 func (w *Watches) collectEvery(ctx context.Context, every time.Duration) {

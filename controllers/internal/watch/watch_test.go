@@ -14,12 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
-	"github.com/fieldops/fieldops/internal/scheme"
 )
 
 // TestWrite: a write's own watch event never queues its writer, whether
@@ -127,22 +125,27 @@ func TestWrite(t *testing.T) {
 }
 
 // testWatches are Watches of FieldPatches, each referring to target, with
-// a queue of their own and a fake reader for the index (no SSA involved).
+// a queue of their own (no SSA involved).
 func testWatches(target targetcache.Target, referrers ...*v1alpha1.FieldPatch) (*Watches, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	const index = "target"
-	key := Key(target.GVK.GroupKind(), target.Namespace, target.Name)
-	b := fake.NewClientBuilder().WithScheme(scheme.Scheme()).
-		WithIndex(&v1alpha1.FieldPatch{}, index, func(client.Object) []string { return []string{key} })
 	refs := map[types.NamespacedName]heldTargets{}
 	for _, r := range referrers {
-		b = b.WithObjects(r.DeepCopy())
 		refs[client.ObjectKeyFromObject(r)] = heldTargets{{t: target}}
 	}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	return &Watches{reader: b.Build(), list: &v1alpha1.FieldPatchList{}, index: index, queue: q, refs: refs,
+	w := &Watches{list: &v1alpha1.FieldPatchList{}, queue: q, refs: refs,
 		wrote:   map[targetcache.Target]map[types.NamespacedName]string{},
 		writing: map[targetcache.Target]map[types.NamespacedName]*[]string{},
-	}, q
+	}
+	w.referrers = func(t targetcache.Target) []types.NamespacedName {
+		var out []types.NamespacedName
+		for k, held := range w.refs {
+			if held.index(t) >= 0 {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	return w, q
 }
 
 func sameSet(a, b []string) bool {
