@@ -11,11 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -40,6 +43,9 @@ func (e *Env) predictor() (*predictor, error) {
 			return
 		}
 		schema := ownershipcore.NewSchema(dc)
+		if e.predictErr = waitPublished(schema, widget); e.predictErr != nil {
+			return
+		}
 		a, err := ownershipcore.NewApplier(e.Client, e.Client, e.Client, schema)
 		if err != nil {
 			e.predictErr = err
@@ -48,6 +54,30 @@ func (e *Env) predictor() (*predictor, error) {
 		e.predict = &predictor{model: a.Model(), applier: a}
 	})
 	return e.predict, e.predictErr
+}
+
+// waitPublished waits until the apiserver's OpenAPI v3 has the schema of
+// every version of k, for at most a minute: it serves a new CRD's kind
+// (and accepts its objects) a moment before it publishes the kind's
+// OpenAPI, which the model reads, and a prediction in between would be
+// refused as a kind not served.
+func waitPublished(schema *ownershipcore.Schema, k *Kind) error {
+	versions := append([]string{k.APIVersion}, k.OtherVersions...)
+	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, v := range versions {
+			gv, err := runtimeschema.ParseGroupVersion(v)
+			if err != nil {
+				return false, err
+			}
+			schema.Invalidate(gv)
+			if _, err := schema.TypeConverter(gv); errors.Is(err, ownershipcore.ErrUnknownKind) {
+				return false, nil
+			} else if err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }
 
 // state is live (nil: no object; then the object intent names, empty) as
