@@ -20,7 +20,7 @@ import (
 // has not seen it yet), and a reconcile deciding on it would redo that
 // write. The zero value is ready to use.
 type Writes struct {
-	m      sync.Map // types.NamespacedName → ownWrites
+	m      sync.Map // types.NamespacedName → *ownWrites
 	unsure sync.Map // types.NamespacedName → struct{}
 }
 
@@ -51,7 +51,7 @@ func (w *Writes) WrittenAt(obj client.Object, before, after string) {
 	key := client.ObjectKeyFromObject(obj)
 	var o ownWrites
 	if v, ok := w.m.Load(key); ok {
-		o = v.(ownWrites)
+		o = *v.(*ownWrites)
 	}
 	stale := append([]string{}, o.stale...)
 	stale = append(stale, before)
@@ -61,7 +61,7 @@ func (w *Writes) WrittenAt(obj client.Object, before, after string) {
 	if len(stale) > maxStale {
 		stale = stale[len(stale)-maxStale:]
 	}
-	w.m.Store(key, ownWrites{stale: stale, latest: after})
+	w.m.Store(key, &ownWrites{stale: stale, latest: after})
 }
 
 // Behind reports whether the cached obj predates one of our own writes of
@@ -84,7 +84,7 @@ func (w *Writes) Behind(obj client.Object) bool {
 	if !ok {
 		return false
 	}
-	o := v.(ownWrites)
+	o := v.(*ownWrites)
 	for _, rv := range o.stale {
 		if rv == obj.GetResourceVersion() {
 			return true
@@ -93,7 +93,9 @@ func (w *Writes) Behind(obj client.Object) bool {
 	if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), o.latest); err == nil && c < 0 {
 		return true
 	}
-	w.m.Delete(key)
+	// Only the record just read: a write recorded since (by a reconcile,
+	// while a watch event calls Behind) stays.
+	w.m.CompareAndDelete(key, v)
 	return false
 }
 
