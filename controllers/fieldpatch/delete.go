@@ -134,6 +134,13 @@ func (r *Reconciler) writtenTo(ctx context.Context, applier *ownershipcore.Appli
 	return "", nil
 }
 
+// targetReadError is giveBack's error reading the target (its text and
+// causes unchanged, through Unwrap), so that a caller can tell a refused
+// read of the target from a refused write to it.
+type targetReadError struct{ error }
+
+func (e targetReadError) Unwrap() error { return e.error }
+
 // giveBack runs the deletion policy on the target ref (which carries the
 // recorded UID) in one guarded write (ownershipcore.Applier.LetGo): the
 // target is read from the target cache (a copy without our entry is read
@@ -149,14 +156,17 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	live, err := cached, error(nil)
 	if live == nil {
 		if live, err = applier.Get(ctx, ref); err != nil {
-			return err
+			return targetReadError{err}
 		}
 	}
 	if live == nil || live.GetUID() != ref.GetUID() || !ownershipcore.HasManager(live, manager) {
 		// Gone, replaced, or no entry of ours: make sure on a fresh read
 		// (the cache may lag behind our last write).
-		if live, err = applier.GetFresh(ctx, ref); err != nil || live == nil {
-			return err
+		if live, err = applier.GetFresh(ctx, ref); err != nil {
+			return targetReadError{err}
+		}
+		if live == nil {
+			return nil
 		}
 		if live.GetUID() != ref.GetUID() {
 			return nil // replaced: the object we wrote to is gone

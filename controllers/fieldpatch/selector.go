@@ -628,7 +628,9 @@ func (r *Reconciler) targetPhases() []skeleton.Phase[*pass] {
 // not one, and what differs from it is no drift.
 func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, h targetcache.Held, stored *targetEntry) targetResult {
 	uid, obj := h.UID, sp.obj
-	if stored != nil && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", h.ResourceVersion, obj.GetGeneration())) {
+	// A record with no field is decided again (it may be one saved ahead
+	// of a write whose result was not saved).
+	if stored != nil && stored.rec.Fields > 0 && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", h.ResourceVersion, obj.GetGeneration())) {
 		return targetResult{entry: stored, class: classApplied}
 	}
 	live, err := h.Object()
@@ -901,11 +903,13 @@ func (r *Reconciler) giveBackTarget(ctx context.Context, obj v1alpha1.Patcher, m
 	r.shadows.Store(so, sh)
 	defer r.shadows.Delete(so)
 	err := r.giveBack(ctx, applier, so, ref, manager, live)
-	if err != nil && apierrors.IsForbidden(err) && e.rec.Fields == 0 && e.emptyLedger() {
+	var read targetReadError
+	if errors.As(err, &read) && apierrors.IsForbidden(err) && e.rec.Fields == 0 && e.emptyLedger() {
 		// A target recorded with no field and no previous owner that the
 		// account may not read (a target it was never allowed to write
 		// to, recorded ahead of a write that was refused): nothing of
-		// the patch's to give back, and no retry that could succeed.
+		// the patch's to give back, and no retry that could succeed. A
+		// refused write is an error: the patch's fields may be there.
 		return nil
 	}
 	return err
