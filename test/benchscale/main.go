@@ -841,25 +841,30 @@ func (t *tracker) fail(err error) {
 // wait returns the time at which cond(ready, present) first held, checked
 // every 50 ms.
 func (t *tracker) wait(ctx context.Context, cond func(ready, present int) bool) (time.Time, error) {
-	for {
+	return pollUntil(ctx, func() (bool, error) {
 		t.mu.Lock()
-		err, ok := t.errored, false
-		if t.synced {
-			ready := 0
-			for _, r := range t.ready {
-				if r {
-					ready++
-				}
-			}
-			ok = cond(ready, len(t.ready))
+		defer t.mu.Unlock()
+		if t.errored != nil || !t.synced {
+			return false, t.errored
 		}
-		t.mu.Unlock()
+		ready := 0
+		for _, r := range t.ready {
+			if r {
+				ready++
+			}
+		}
+		return cond(ready, len(t.ready)), nil
+	})
+}
+
+// pollUntil returns the time at which check first reported true (or an
+// error), checked every 50 ms, or the context's error.
+func pollUntil(ctx context.Context, check func() (bool, error)) (time.Time, error) {
+	for {
+		ok, err := check()
 		now := time.Now()
-		switch {
-		case err != nil:
+		if err != nil || ok {
 			return now, err
-		case ok:
-			return now, nil
 		}
 		select {
 		case <-ctx.Done():

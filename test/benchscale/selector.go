@@ -200,23 +200,11 @@ func (w *objWatch[S]) fail(err error) {
 // wait returns the time at which cond first held over the summaries by
 // name, checked every 50 ms once the list is in.
 func (w *objWatch[S]) wait(ctx context.Context, cond func(map[string]S) bool) (time.Time, error) {
-	for {
+	return pollUntil(ctx, func() (bool, error) {
 		w.mu.Lock()
-		err, ok := w.errored, w.synced && cond(w.objs)
-		w.mu.Unlock()
-		now := time.Now()
-		switch {
-		case err != nil:
-			return now, err
-		case ok:
-			return now, nil
-		}
-		select {
-		case <-ctx.Done():
-			return now, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		defer w.mu.Unlock()
+		return w.errored == nil && w.synced && cond(w.objs), w.errored
+	})
 }
 
 // snapshot returns a copy of the summaries.
