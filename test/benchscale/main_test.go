@@ -22,25 +22,10 @@ import (
 // printed, never asserted. Skipped unless FIELDOPS_BENCHSCALE_SMOKE is set
 // (it builds two binaries and starts a control plane).
 func TestSmoke(t *testing.T) {
-	if os.Getenv("FIELDOPS_BENCHSCALE_SMOKE") == "" {
-		t.Skip("set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50)")
-	}
-	root, err := localcp.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	build := func(pkgDir, out string) string {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), ".")
-		cmd.Dir = filepath.Join(root, pkgDir)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkgDir, err, b)
-		}
-		return filepath.Join(dir, out)
-	}
+	dir, managerBin, fluxBin := smokeBinaries(t, "set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50)")
 	const n = 5
-	r, err := run(options{n: n, concurrency: 2, managerBin: build("cmd/manager", "manager"),
-		fluxBin: build("test/benchscale/flux", "flux"), logDir: dir, timeout: 5 * time.Minute})
+	r, err := run(options{n: n, concurrency: 2, managerBin: managerBin,
+		fluxBin: fluxBin, logDir: dir, timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,4 +38,28 @@ func TestSmoke(t *testing.T) {
 	if r.flux.requests.total() == 0 || r.fieldops.requests.total() == 0 || r.handBack.requests.total() == 0 {
 		t.Errorf("no requests counted: Flux %v, fieldops %v, hand-back %v", r.flux.requests, r.fieldops.requests, r.handBack.requests)
 	}
+}
+
+// smokeBinaries skips a smoke test unless FIELDOPS_BENCHSCALE_SMOKE is set
+// (hint says how else to run it); else it builds the manager and the Flux
+// peer into a temporary directory, and returns it with their paths.
+func smokeBinaries(t *testing.T, hint string) (dir, manager, flux string) {
+	t.Helper()
+	if os.Getenv("FIELDOPS_BENCHSCALE_SMOKE") == "" {
+		t.Skip(hint)
+	}
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	build := func(pkgDir, out string) string {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), ".")
+		cmd.Dir = filepath.Join(root, pkgDir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkgDir, err, b)
+		}
+		return filepath.Join(dir, out)
+	}
+	return dir, build("cmd/manager", "manager"), build("test/benchscale/flux", "flux")
 }

@@ -7,14 +7,9 @@ Licensed under the Apache License, Version 2.0.
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // TestSmokeSelector runs the whole benchmark with N=5 and the selector
@@ -24,25 +19,10 @@ import (
 // request counts are printed, never asserted. Skipped unless
 // FIELDOPS_BENCHSCALE_SMOKE is set.
 func TestSmokeSelector(t *testing.T) {
-	if os.Getenv("FIELDOPS_BENCHSCALE_SMOKE") == "" {
-		t.Skip("set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50)")
-	}
-	root, err := localcp.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	build := func(pkgDir, out string) string {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), ".")
-		cmd.Dir = filepath.Join(root, pkgDir)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkgDir, err, b)
-		}
-		return filepath.Join(dir, out)
-	}
+	dir, managerBin, fluxBin := smokeBinaries(t, "set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50)")
 	const n = 5
-	r, err := run(options{n: n, concurrency: 2, managerBin: build("cmd/manager", "manager"),
-		fluxBin: build("test/benchscale/flux", "flux"), logDir: dir, timeout: 5 * time.Minute,
+	r, err := run(options{n: n, concurrency: 2, managerBin: managerBin,
+		fluxBin: fluxBin, logDir: dir, timeout: 5 * time.Minute,
 		selector: true, selectorQuiet: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -10,15 +10,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // TestShardedFieldPatch: FieldPatch i carries the label that the
@@ -95,25 +92,10 @@ func TestPlacement(t *testing.T) {
 // "shard" line), and every Deployment gets the env var. Timings are
 // printed, never asserted. Skipped unless FIELDOPS_BENCHSCALE_SMOKE is set.
 func TestSmokeShards(t *testing.T) {
-	if os.Getenv("FIELDOPS_BENCHSCALE_SMOKE") == "" {
-		t.Skip("set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50 SHARDS=2)")
-	}
-	root, err := localcp.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	build := func(pkgDir, out string) string {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), ".")
-		cmd.Dir = filepath.Join(root, pkgDir)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkgDir, err, b)
-		}
-		return filepath.Join(dir, out)
-	}
+	dir, managerBin, fluxBin := smokeBinaries(t, "set FIELDOPS_BENCHSCALE_SMOKE=1 to run (or: make bench-scale N=50 SHARDS=2)")
 	const n, shards = 6, 2
-	r, err := run(options{n: n, concurrency: 2, shards: shards, shardLayout: layoutNamespace, managerBin: build("cmd/manager", "manager"),
-		fluxBin: build("test/benchscale/flux", "flux"), logDir: dir, timeout: 5 * time.Minute})
+	r, err := run(options{n: n, concurrency: 2, shards: shards, shardLayout: layoutNamespace, managerBin: managerBin,
+		fluxBin: fluxBin, logDir: dir, timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
