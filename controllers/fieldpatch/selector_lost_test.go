@@ -185,3 +185,34 @@ spec:
 		t.Error("ok after deletion: the field the patch added stays")
 	}
 }
+
+// A selector patch whose own write takes its target out of the selected
+// set (it changes the very label the selector matches) gives the target's
+// fields back with no other event to wake it, and does not flap: the
+// values stay, as after any hand-back, so the target stays out of the set.
+func TestSelectorPatchThatRelabelsItsTargetOut(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-self-out")
+	helmConfigMaps(t, ns, "yes", "cm")
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  targetSelector: {apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {proxy: "yes"}}}
+  patch: {metadata: {labels: {proxy: "no"}}, data: {added: "1"}}
+`)
+	eventually(t, "the target given back after the patch's own write took it out", func() (bool, string) {
+		u := live(t, configMap(t, ns, "cm"))
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fp), fp); err != nil {
+			return false, err.Error()
+		}
+		ts := fp.Status.Targets
+		records := -1
+		if ts != nil {
+			records = len(ts.Records)
+		}
+		mine := strings.Contains(fmt.Sprint(u.GetManagedFields()), "fieldops-fieldpatch/"+ns+"/p")
+		return !mine && records == 0 && u.GetLabels()["proxy"] == "no", fmt.Sprintf("entry of the patch: %v, records %d, labels %v", mine, records, u.GetLabels())
+	})
+}
