@@ -8,10 +8,13 @@ package ownershipcore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -57,8 +60,118 @@ type ManagedFields []Entry
 // unstructured object, runtime.DefaultUnstructuredConverter's reading,
 // which yields no entry at all when an item does not convert (an item or
 // a value of the wrong kind, a time that does not parse).
+//
+// An unstructured object's entries in the shape the apiserver writes them
+// (every value a string, fieldsV1 an object) are read from its content
+// directly (ownersOf), which gives the same entries without the JSON round
+// trip of each entry and its FieldsV1; any other shape takes the reading
+// above.
 func Owners(obj metav1.Object) (ManagedFields, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if out, read, err := ownersOf(u.Object); read {
+			return out, err
+		}
+	}
 	return decodeEntries(obj.GetManagedFields())
+}
+
+// ownersOf decodes the managedFields entries of content, an unstructured
+// object's content, when each is in the apiserver's shape; read is false
+// (and nothing decoded) when one is not, or when a FieldsV1 does not parse,
+// so that the caller's reading reports it.
+func ownersOf(content map[string]interface{}) (out ManagedFields, read bool, err error) {
+	field, found, err := unstructured.NestedFieldNoCopy(content, "metadata", "managedFields")
+	items, isSlice := field.([]interface{})
+	if !found || err != nil || !isSlice {
+		return nil, false, nil
+	}
+	out = make(ManagedFields, 0, len(items))
+	for _, item := range items {
+		e, ok := entryOf(item)
+		if !ok {
+			return nil, false, nil
+		}
+		out = append(out, e)
+	}
+	return out, true, nil
+}
+
+// entryOf is one managedFields item as an Entry, when every value of it is
+// a string but fieldsV1, an object.
+func entryOf(item interface{}) (Entry, bool) {
+	m, ok := item.(map[string]interface{})
+	if !ok {
+		return Entry{}, false
+	}
+	var str [6]string
+	for i, key := range [...]string{"manager", "operation", "apiVersion", "subresource", "time", "fieldsType"} {
+		v, present := m[key]
+		if s, isString := v.(string); isString {
+			str[i] = s
+		} else if present {
+			return Entry{}, false
+		}
+	}
+	e := Entry{ManagerKey: ManagerKey{Manager: str[0], Operation: metav1.ManagedFieldsOperationType(str[1]), APIVersion: str[2], Subresource: str[3]}}
+	if _, present := m["time"]; present {
+		t, err := time.Parse(time.RFC3339, str[4]) // as metav1.Time.UnmarshalJSON
+		if err != nil {
+			return Entry{}, false
+		}
+		e.Time = &metav1.Time{Time: t.Local()}
+	}
+	e.Fields = fieldpath.NewSet()
+	if f, present := m["fieldsV1"]; present {
+		fm, isMap := f.(map[string]interface{})
+		if !isMap {
+			return Entry{}, false
+		}
+		set, _, ok := setOf(fm)
+		if !ok {
+			return Entry{}, false
+		}
+		if set != nil {
+			e.Fields = set
+		}
+	}
+	return e, true
+}
+
+// setOf reads a FieldsV1 object (KEP-555's "f:"/"k:"/"v:"/"i:" keys, "."
+// for the field itself) as structured-merge-diff's Set.FromJSON does:
+// children is nil when there is none, and a field whose object holds no
+// child, or ".", is a member of its parent. A key of an unknown kind is
+// left out, as FromJSON leaves it out; ok is false for a key that does not
+// parse or a value that is not an object.
+func setOf(m map[string]interface{}) (children *fieldpath.Set, isMember, ok bool) {
+	for key, v := range m {
+		if key == "." {
+			isMember = true
+			continue
+		}
+		pe, err := fieldpath.DeserializePathElement(key)
+		if errors.Is(err, fieldpath.ErrUnknownPathElementType) {
+			continue
+		}
+		sub, isMap := v.(map[string]interface{})
+		if err != nil || !isMap {
+			return nil, false, false
+		}
+		grandchildren, childIsMember, ok := setOf(sub)
+		if !ok {
+			return nil, false, false
+		}
+		if children == nil && (childIsMember || grandchildren != nil) {
+			children = &fieldpath.Set{}
+		}
+		if childIsMember {
+			children.Members.Insert(pe)
+		}
+		if grandchildren != nil {
+			*children.Children.Descend(pe) = *grandchildren
+		}
+	}
+	return children, isMember || children == nil, true
 }
 
 // decodeEntries decodes managed fields entries (see Owners).
