@@ -128,23 +128,78 @@ func integralValue(v interface{}) interface{} {
 // predicted or in answer, or that predicted prunes from before and no
 // other entry of predicted or answer owns.
 //
-// predicted's content is converted to a typed value once, for both the
-// defaulting and its part.
+// Those fields follow from the entries alone, so the three states are
+// first compared cut down to the map keys on the way to them (trimmedTo:
+// what lies under a list or under one of the fields is kept whole); only
+// when that finds a difference are the whole objects compared, and theirs
+// is the answer. A write therefore costs the conversion of the part of
+// the object its fields are in, and a difference is named as the whole
+// objects name it.
 func (m Model) CompareOwn(before, predicted, answer State, manager string) string {
+	fields := predicted.ours(manager).Union(answer.ours(manager)).Union(
+		before.ours(manager).Difference(predicted.ours(manager)).Difference(othersOf(predicted, manager)).Difference(othersOf(answer, manager)))
+	if m.compareOwn(trimmedTo(before, fields), trimmedTo(predicted, fields), trimmedTo(answer, fields), fields, manager) == "" {
+		return ""
+	}
+	return m.compareOwn(before, predicted, answer, fields, manager)
+}
+
+// compareOwn is CompareOwn's comparison of the values at fields and of
+// manager's entries. predicted's content is converted to a typed value
+// once, for both the defaulting and its part.
+func (m Model) compareOwn(before, predicted, answer State, fields *fieldpath.Set, manager string) string {
 	predicted, answer = integral(predicted), integral(answer)
 	pt, err := m.typedContent(predicted.Object)
 	if err != nil {
 		return "" // its part cannot be taken either
 	}
 	got := m.defaultedFrom(before, predicted, pt, answer)
-	fields := predicted.ours(manager).Union(got.ours(manager)).Union(
-		before.ours(manager).Difference(predicted.ours(manager)).Difference(othersOf(predicted, manager)).Difference(othersOf(got, manager)))
 	want := partOf(predicted, pt, fields, manager)
 	have, err := m.part(got, fields, manager)
 	if err != nil {
 		return ""
 	}
 	return m.namedDiff(want, have)
+}
+
+// trimmedTo is s with its content cut down to apiVersion, kind and the map
+// keys on the way to a field of set; the value of a field of set, and a
+// list on the way (its items are named by keys, values or indexes), are
+// kept whole. The content shares its values with s's.
+func trimmedTo(s State, set *fieldpath.Set) State {
+	if s.Object == nil {
+		return s
+	}
+	content := trimmedMap(s.Object.Object, set)
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, ok := s.Object.Object[k]; ok {
+			content[k] = v
+		}
+	}
+	s.Object = &unstructured.Unstructured{Object: content}
+	return s
+}
+
+// trimmedMap is trimmedTo's cut of one map.
+func trimmedMap(m map[string]interface{}, set *fieldpath.Set) map[string]interface{} {
+	out := map[string]interface{}{}
+	for k, v := range m {
+		pe := fieldpath.PathElement{FieldName: &k}
+		if set.Members.Has(pe) {
+			out[k] = v
+			continue
+		}
+		child, ok := set.Children.Get(pe)
+		if !ok {
+			continue
+		}
+		if sub, isMap := v.(map[string]interface{}); isMap {
+			out[k] = trimmedMap(sub, child)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // othersOf is every field of s that an entry of another manager than

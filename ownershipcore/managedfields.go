@@ -235,6 +235,69 @@ func (m ManagedFields) Encode() ([]metav1.ManagedFieldsEntry, error) {
 	return out, nil
 }
 
+// content is Encode's entries in an unstructured object's form of
+// metadata.managedFields, as runtime.DefaultUnstructuredConverter turns
+// each entry into one (SetManagedFields): the strings that are set, the
+// time as metav1.Time.ToUnstructured gives it, and fieldsV1 as the object
+// that Set.ToJSON writes (fieldsContent), without the JSON in between.
+func (m ManagedFields) content() ([]interface{}, error) {
+	out := make([]interface{}, 0, len(m))
+	for _, e := range m {
+		if e.Fields == nil || e.Fields.Empty() {
+			continue
+		}
+		fields, err := fieldsContent(e.Fields, false)
+		if err != nil {
+			return nil, fmt.Errorf("encode FieldsV1: %w", err)
+		}
+		item := map[string]interface{}{"fieldsType": "FieldsV1", "fieldsV1": fields}
+		for k, v := range map[string]string{"manager": e.Manager, "operation": string(e.Operation), "apiVersion": e.APIVersion, "subresource": e.Subresource} {
+			if v != "" {
+				item[k] = v
+			}
+		}
+		if e.Time != nil {
+			item["time"] = e.Time.ToUnstructured()
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}
+
+// fieldsContent is s as the object Set.ToJSON writes (KEP-555's FieldsV1):
+// a member is a key with an empty object, a child a key with its own
+// fields, and a member that has children too holds "." (self, once it has
+// a member or a child of its own).
+func fieldsContent(s *fieldpath.Set, self bool) (map[string]interface{}, error) {
+	out := map[string]interface{}{}
+	children := 0
+	s.Children.Iterate(func(fieldpath.PathElement) { children++ })
+	if self && (s.Members.Size() > 0 || children > 0) {
+		out["."] = map[string]interface{}{}
+	}
+	var err error
+	s.Members.Iterate(func(pe fieldpath.PathElement) {
+		key, kerr := fieldpath.SerializePathElement(pe)
+		if kerr != nil && err == nil {
+			err = kerr
+		}
+		out[key] = map[string]interface{}{}
+	})
+	s.Children.Iterate(func(pe fieldpath.PathElement) {
+		key, kerr := fieldpath.SerializePathElement(pe)
+		child, _ := s.Children.Get(pe)
+		sub, serr := fieldsContent(child, s.Members.Has(pe))
+		if kerr != nil || serr != nil {
+			if err == nil {
+				err = errors.Join(kerr, serr)
+			}
+			return
+		}
+		out[key] = sub
+	})
+	return out, err
+}
+
 // Applied returns the Apply entry of manager on the main resource, or nil.
 func (m ManagedFields) Applied(manager string) *Entry {
 	for i := range m {

@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -180,4 +183,45 @@ func BenchmarkOwners(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestEncodedAsTheConverter: State.Encoded writes the entries as Encode
+// and SetManagedFields (the converter) would, for random field sets,
+// times (none, zero, local) and subresources, and Owners reads them back.
+func TestEncodedAsTheConverter(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 500; i++ {
+		var owners ManagedFields
+		for j := 0; j < r.Intn(4); j++ {
+			e := Entry{ManagerKey: ManagerKey{Manager: fmt.Sprintf("m%d", j), Operation: "Apply", APIVersion: "apps/v1"}, Fields: randomSet(r)}
+			switch r.Intn(4) {
+			case 0:
+				e.Time = &metav1.Time{}
+			case 1:
+				e.Time = &metav1.Time{Time: time.Date(2026, 11, 26, 10, 0, r.Intn(60), 0, time.FixedZone("x", 7200))}
+			case 2:
+				e.Subresource, e.Operation, e.APIVersion = "status", "Update", ""
+			}
+			owners = append(owners, e)
+		}
+		s := State{Object: &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}, Owners: owners}
+		got, err := s.Encoded()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := owners.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := s.Object.DeepCopy()
+		if len(entries) > 0 {
+			want.SetManagedFields(entries)
+		}
+		if !reflect.DeepEqual(got.Object, want.Object) {
+			g, _ := json.Marshal(got.Object)
+			w, _ := json.Marshal(want.Object)
+			t.Fatalf("Encoded:\n%s\nthe converter's:\n%s", g, w)
+		}
+		sameAsConverter(t, got.Object)
+	}
 }

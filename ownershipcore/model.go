@@ -61,14 +61,17 @@ func NewState(obj *unstructured.Unstructured, samePaths bool) (State, error) {
 // Encoded is the object with its managed fields encoded into
 // metadata.managedFields, as a write of the state would send it.
 func (s State) Encoded() (*unstructured.Unstructured, error) {
-	entries, err := s.Owners.Encode()
+	entries, err := s.Owners.content()
 	if err != nil {
 		return nil, err
 	}
 	out := &unstructured.Unstructured{Object: WithoutManagedFields(s.Object.Object)}
 	out = out.DeepCopy()
 	if len(entries) > 0 {
-		out.SetManagedFields(entries)
+		if err := unstructured.SetNestedField(out.Object, []interface{}{}, "metadata", "managedFields"); err != nil {
+			return nil, err
+		}
+		out.Object["metadata"].(map[string]interface{})["managedFields"] = entries // out is a copy of its own
 	}
 	return out, nil
 }

@@ -212,7 +212,7 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.Deleti
 	kind, name := ref.GetKind(), objectName(ref)
 	var done []string
 	step := func(fields *fieldset.Set, metricStep, format string, args ...interface{}) {
-		if n := len(patchintent.Leaves(fields)); n > 0 {
+		if n := patchintent.CountLeaves(fields); n > 0 {
 			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
 			done = append(done, fmt.Sprintf(format, append([]interface{}{n}, args...)...))
 		}

@@ -278,7 +278,7 @@ func (r *Reconciler) appliedEvent(p *pass) {
 	case p.drifted:
 		r.event(p.obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
 	default:
-		r.event(p.obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", len(patchintent.Leaves(p.d.IntentSet)), p.ref.GetKind(), objectName(p.ref))
+		r.event(p.obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", patchintent.CountLeaves(p.d.IntentSet), p.ref.GetKind(), objectName(p.ref))
 	}
 }
 

@@ -169,7 +169,7 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, p *pass) (*unstructure
 
 // restoredNote says how many fields got their previous values back.
 func restoredNote(out ownershipcore.Outcome) string {
-	if n := len(patchintent.Leaves(out.Restored)); n > 0 {
+	if n := patchintent.CountLeaves(out.Restored); n > 0 {
 		return fmt.Sprintf(", %d restored to their previous values", n)
 	}
 	return ""

@@ -341,12 +341,44 @@ func Intent(a *ownershipcore.Applier, spec *v1alpha1.FieldPatchSpec, st *v1alpha
 		return nil, nil, err
 	case err != nil:
 		return nil, nil, &InvalidError{Err: fmt.Errorf("patch (type %s) does not fit %s: %v", TypeOrApply(spec.Type), live.GetKind(), err)}
-	case TypeOrApply(spec.Type) == v1alpha1.PatchTypeApply && len(Leaves(set)) == 0:
+	case TypeOrApply(spec.Type) == v1alpha1.PatchTypeApply && CountLeaves(set) == 0:
 		// validatePatch refused a patch with no field; what is left out
 		// here went to ignorePaths.
 		return nil, nil, &InvalidError{Err: fmt.Errorf("the patch sets no field of %s besides its identity once ignorePaths and ignorePlugins are left out", live.GetKind())}
 	}
 	return intent, set, nil
+}
+
+// CountLeaves is len(Leaves(s)), without formatting a path.
+func CountLeaves(s *fieldset.Set) int {
+	if s == nil {
+		return 0
+	}
+	n := 0
+	s.Leaves().Iterate(func(p fieldset.Path) {
+		if !identityField(p) {
+			n++
+		}
+	})
+	return n
+}
+
+// identityField reports whether p is .apiVersion, .kind, .metadata.name or
+// .metadata.namespace.
+func identityField(p fieldset.Path) bool {
+	name := func(i int) string {
+		if p[i].FieldName == nil {
+			return ""
+		}
+		return *p[i].FieldName
+	}
+	switch len(p) {
+	case 1:
+		return name(0) == "apiVersion" || name(0) == "kind"
+	case 2:
+		return name(0) == "metadata" && (name(1) == "name" || name(1) == "namespace")
+	}
+	return false
 }
 
 // Leaves lists the leaf fields of a set in the ownership core's form

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // A schema with every list and map kind the JSON patch evaluation and the
@@ -237,5 +238,27 @@ func TestTypedSchemaOwned(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCountLeaves: CountLeaves counts what Leaves lists.
+func TestCountLeaves(t *testing.T) {
+	for _, paths := range [][]string{
+		nil,
+		{".apiVersion", ".kind", ".metadata.name", ".metadata.namespace"},
+		{".apiVersion", ".kind", ".metadata.name", ".data.a", ".data.b"},
+		{".metadata.labels.name", ".metadata.namespace", `.spec.containers[name="app"].env[name="A"].value`, ".spec.kind"},
+		{".metadata", ".metadata.name", ".kind.apiVersion"},
+	} {
+		set, err := fieldset.ParsePathSet(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := CountLeaves(set), len(Leaves(set)); got != want {
+			t.Errorf("CountLeaves(%v) = %d, Leaves lists %d", paths, got, want)
+		}
+	}
+	if CountLeaves(nil) != 0 {
+		t.Error("CountLeaves(nil) != 0")
 	}
 }
