@@ -115,6 +115,8 @@ type options struct {
 	// quiet after its converge.
 	selector      bool
 	selectorQuiet time.Duration
+	// tenant runs the FieldPatches as the default install does (tenant.go).
+	tenant bool
 }
 
 func main() {
@@ -132,6 +134,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.IntVar(&o.shards, "shards", 0, "If positive, after the one-manager run: the same N FieldPatches over this many manager processes, each with --watch-label-selector="+v1alpha1.ShardLabel+"=shard-<i>, FieldPatch i labelled shard-<i mod shards> (converge only, no hand-back).")
 	flag.StringVar(&o.shardLayout, "shard-layout", layoutMod, "With -shards: "+layoutMod+" puts all N FieldPatches and Deployments in one namespace; "+layoutNamespace+" puts FieldPatch i and its Deployment in namespace "+shardsNS+"-<i mod shards>, so that each shard's targets have a namespace of their own.")
+	flag.BoolVar(&o.tenant, "tenant", false, "Run fieldops as the default install does: each FieldPatch acts as its namespace's "+tenantAccount+" ServiceAccount (--default-service-account), here bound to a Role that may read, list, watch and patch the namespace's Deployments, and its targets are read through an impersonating client; without it, with the manager's rights (--manager-rights-namespaces=*) from the manager's watches.")
 	flag.BoolVar(&o.selector, "selector", true, "After the per-object run: one FieldPatch with spec.targetSelector over N new Deployments (a new manager process): converge, a quiet period (-selector-quiet), drift of 100 targets by another field manager, hand-back.")
 	flag.DurationVar(&o.selectorQuiet, "selector-quiet", time.Minute, "With -selector: how long the quiet period after the converge lasts, counting the manager's requests.")
 	flag.Parse()
@@ -282,13 +285,25 @@ func run(o options) (*result, error) {
 // createDeployments creates namespace ns and N Deployments in it with
 // Server-Side Apply as the field manager "helm".
 func (b *bench) createDeployments(ctx context.Context, ns string, n int) error {
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := b.createNamespace(ctx, ns); err != nil {
 		return err
 	}
 	return parallel(n, 8, func(i int) error {
 		d := deployment(ns, fmt.Sprintf("bench-%d", i))
 		return b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(d), client.FieldOwner(helmManager), client.ForceOwnership)
 	})
+}
+
+// createNamespace creates ns, and with -tenant its tenant account's rights
+// (grantTenant).
+func (b *bench) createNamespace(ctx context.Context, ns string) error {
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	if b.o.tenant {
+		return b.grantTenant(ctx, ns)
+	}
+	return nil
 }
 
 // deployment is a Helm-chart-like Deployment: one container with a port,
@@ -459,12 +474,11 @@ func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...s
 		return nil, err
 	}
 	// The FieldPatches act with the manager's rights (reading targets from
-	// its watches), as every measurement so far: the default, acting as
-	// each namespace's fieldops-tenant, reads targets through an
-	// impersonating client instead and is not what these numbers measure.
+	// its watches), or with -tenant as the default install runs them
+	// (rightsFlag).
 	args := []string{"--kubeconfig", b.kubeconfig, "--concurrency", strconv.Itoa(b.o.concurrency),
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", probeAddr,
-		"--manager-rights-namespaces=*"}
+		b.rightsFlag()}
 	args = append(args, extra...)
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics"}
 	if b.o.pprofDir != "" {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +91,7 @@ func selectorFieldPatch(ns string) *v1alpha1.FieldPatch {
 // as createDeployments does, each also labelled selectorLabel=yes by
 // "helm" (in the same apply).
 func (b *bench) createLabelledDeployments(ctx context.Context, ns string, n int) error {
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := b.createNamespace(ctx, ns); err != nil {
 		return err
 	}
 	return parallel(n, 8, func(i int) error {

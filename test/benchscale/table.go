@@ -59,6 +59,9 @@ func (r *result) print(w io.Writer) {
 	if r.o.managerGOGC != "" {
 		fmt.Fprintf(w, "fieldops manager run with GOGC=%s\n", r.o.managerGOGC)
 	}
+	if r.o.tenant {
+		fmt.Fprintf(w, "fieldops as the default install: each FieldPatch acts as its namespace's %s (targets read through an impersonating client)\n", tenantAccount)
+	}
 	fmt.Fprintf(w, "Flux: fluxcd/pkg/ssa ResourceManager.ApplyAll (actions %v, %d dry-run requests); fieldops: manager binary, N FieldPatches. Logs: %s\n\n", fx.flux.Actions, fx.flux.DryRun, r.logDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tFlux ssa ApplyAll\tfieldops\tfieldops/Flux")
