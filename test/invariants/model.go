@@ -366,46 +366,57 @@ func (m *model) observe(actor string, before, written, after *snapshot) {
 	}
 	for _, pm := range m.patches {
 		if written != nil {
+			// Fields the patch took between the read before the step and
+			// the actor's request (a reconcile that ended after the
+			// previous step settled: the request was sent at the version
+			// that write left): nobody but fieldops wrote in between, so
+			// their owners before the take are those of before.
+			m.recordTakes(pm, before, written)
 			for _, rec := range pm.records {
 				m.observeRequest(pm, rec, actor, before, written)
 			}
 		}
-		// Fields the patch holds now and did not hold when fieldops began
-		// to act: taken (or shared, or added) by it.
-		for _, p := range after.leaves(pm.manager) {
-			if prev.ownsAny(pm.manager, p) {
-				continue
+		m.recordTakes(pm, prev, after)
+	}
+}
+
+// recordTakes updates pm's records with the fields the patch holds in
+// after and did not hold in prev: taken (or shared, or added) by it, from
+// the owners of prev.
+func (m *model) recordTakes(pm *patchModel, prev, after *snapshot) {
+	for _, p := range after.leaves(pm.manager) {
+		if prev.ownsAny(pm.manager, p) {
+			continue
+		}
+		var cands []owner
+		fromWorkload := false
+		for _, o := range prev.ownersOf(p) {
+			if !isFieldops(o.Manager) {
+				cands = append(cands, o)
 			}
-			var cands []owner
-			fromWorkload := false
-			for _, o := range prev.ownersOf(p) {
-				if !isFieldops(o.Manager) {
-					cands = append(cands, o)
-				}
-				fromWorkload = fromWorkload || strings.HasPrefix(o.Manager, workload.ManagerPrefix)
-			}
-			k := ownershipcore.FormatPath(p)
-			rec := pm.records[k]
-			if rec == nil {
-				rec = &record{path: p, owners: map[owner]bool{}, dropped: map[owner]bool{}}
-				for _, o := range cands {
-					rec.owners[o] = true
-				}
-				rec.previous, rec.hasPrevious = prev.value(p)
-				rec.fromWorkload = fromWorkload
-				pm.records[k] = rec
-				continue
-			}
-			// Taken back from a manager that took it from the patch: the
-			// record of who owned it before the patch first took it stays.
+			fromWorkload = fromWorkload || strings.HasPrefix(o.Manager, workload.ManagerPrefix)
+		}
+		k := ownershipcore.FormatPath(p)
+		rec := pm.records[k]
+		if rec == nil {
+			rec = &record{path: p, owners: map[owner]bool{}, dropped: map[owner]bool{}}
 			for _, o := range cands {
-				if !rec.owners[o] {
-					rec.contested = true
-					if rec.between == nil {
-						rec.between = map[string]bool{}
-					}
-					rec.between[o.Manager] = true
+				rec.owners[o] = true
+			}
+			rec.previous, rec.hasPrevious = prev.value(p)
+			rec.fromWorkload = fromWorkload
+			pm.records[k] = rec
+			continue
+		}
+		// Taken back from a manager that took it from the patch: the
+		// record of who owned it before the patch first took it stays.
+		for _, o := range cands {
+			if !rec.owners[o] {
+				rec.contested = true
+				if rec.between == nil {
+					rec.between = map[string]bool{}
 				}
+				rec.between[o.Manager] = true
 			}
 		}
 	}
