@@ -223,6 +223,12 @@ type model struct {
 	kind      *Kind
 	patches   map[string]*patchModel
 	workloads map[string]string // name → field manager
+	// faults: fieldops' writes fail during steps (Sequence.Faults). A
+	// status write lost after the patch added a field loses the record
+	// that it was added: when another manager then takes it from the
+	// patch, the patch's repair records that manager as its previous
+	// owner, as for a field it takes for the first time.
+	faults bool
 }
 
 func newModel(k *Kind) *model {
@@ -249,9 +255,13 @@ type record struct {
 	dropped map[owner]bool
 	// contested: another manager took the field while the patch held it
 	// (and the patch took it back). The owners before the patch first took
-	// it stay the previous owners; whether the hand-back goes to them or to
-	// the manager that took it in between is a matter of policy, so only
-	// the value is checked at release.
+	// it stay the previous owners, and a field nobody owned then stays
+	// added (a contest changes no record: docs/fieldpatch.md). Whether the
+	// hand-back of a taken field goes to its previous owners or to the
+	// manager that took it in between depends on what that manager did
+	// meanwhile (took it from both the patch and a sharing owner, which
+	// that owner then lost to another hand), so only its value is checked
+	// at release.
 	contested bool
 	// ambiguous: a third manager removed the field (while the patch held
 	// it, or after another manager took it from the patch), or one of
@@ -564,11 +574,12 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		}
 		return out
 	}
-	// Added by the patch, taken from it by another manager and taken
-	// back: that manager applied a value of its own in between, which
-	// fieldops may treat as the previous owner's (the field stays, handed
-	// back or unowned, as for a taken field) rather than remove it.
-	if rec.contested || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
+	// Added by the patch: it leaves, even when another manager took it
+	// from the patch in between and the patch took it back (a contest
+	// changes no record), unless someone else owns it now. Under faults a
+	// lost status write may have lost the record that the patch added it
+	// (see model.faults): then the field may stay.
+	if rec.contested && m.faults || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
