@@ -127,7 +127,10 @@ func (l *Ledger) add(key ManagerKey, via string, fields, shared *fieldpath.Set) 
 // typed object's field set), before manager writes again:
 //
 //   - a recorded field the object no longer holds was removed: no previous
-//     owner keeps it, and it is recorded afresh if it comes back;
+//     owner keeps it, and it is recorded afresh if it comes back, with
+//     the owners it has then (a field the patch added included: one that
+//     another manager applies again after the removal is that manager's
+//     when the patch takes it);
 //   - a field an entry's field manager co-owned when last seen (Observe),
 //     that no entry of that field manager owns now while manager still
 //     does, was let go by that owner (an empty apply, or an apply without
@@ -169,7 +172,9 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 			held = held.Union(e.Fields)
 		}
 	}
-	unrecord := fieldpath.NewSet()
+	// A recorded field the object no longer holds was removed, whether a
+	// previous owner held it or the patch added it.
+	unrecord := l.Recorded.Difference(present)
 	for i := range l.Entries {
 		e := &l.Entries[i]
 		gone := e.Fields.Difference(present)

@@ -463,6 +463,66 @@ func TestLedgerRecordsAfreshAfterLoss(t *testing.T) {
 	}
 }
 
+// A field the patch added (nobody owned it) stays added through a
+// contest: a manager that takes it from the patch, and loses it back to
+// the patch's repair, is not recorded, and the field is no previous
+// owner's at the patch's deletion. Once the field is removed, the record
+// forgets it: a manager that applies it again is its previous owner when
+// the patch takes it.
+func TestLedgerAddedFieldThroughContestAndRemoval(t *testing.T) {
+	const x = ".metadata.labels.tier"
+	for _, tc := range []struct {
+		name string
+		// later: the owners and fields Follow sees before the patch's
+		// next take, which forces x from the owners of later.
+		later   ownershipcore.ManagedFields
+		present []string
+		// the previous owners after that take; handed back at deletion.
+		want map[string][]string
+	}{{
+		name:    "helm applied its own value with force: a manager in between, not recorded",
+		later:   ownershipcore.ManagedFields{entry(t, "helm", apply, x)},
+		present: []string{x},
+		want:    map[string][]string{},
+	}, {
+		name:    "an Update changed the value: not recorded",
+		later:   ownershipcore.ManagedFields{entry(t, "ops", update, x)},
+		present: []string{x},
+		want:    map[string][]string{},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ownershipcore.NewLedger()
+			l.Record(nil, set(t, x), "fp")
+			l.Observe(ownershipcore.ManagedFields{entry(t, "fp", apply, x)})
+			l.Follow(tc.later, set(t, tc.present...), "fp")
+			l.Record(tc.later, set(t, x), "fp")
+			if got := paths(l); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ledger = %v, want %v", got, tc.want)
+			}
+			if taken := l.Taken(); !taken.Empty() {
+				t.Fatalf("taken %v, want none: the field leaves at deletion", ownershipcore.FormatSet(taken))
+			}
+		})
+	}
+	// Removed (the patch saw it gone), then applied again by helm: the
+	// next take records helm.
+	l := ownershipcore.NewLedger()
+	l.Record(nil, set(t, x), "fp")
+	l.Observe(ownershipcore.ManagedFields{entry(t, "fp", apply, x)})
+	l.Follow(ownershipcore.ManagedFields{entry(t, "base", apply, ".data.a")}, set(t, ".data.a"), "fp")
+	if !l.Recorded.Empty() {
+		t.Fatalf("recorded %v after the removal, want nothing", ownershipcore.FormatSet(l.Recorded))
+	}
+	helm := ownershipcore.ManagedFields{entry(t, "base", apply, ".data.a"), entry(t, "helm", apply, x)}
+	l.Follow(helm, set(t, ".data.a", x), "fp")
+	if !l.Record(helm, set(t, x), "fp") {
+		t.Fatal("the take after the removal recorded nothing")
+	}
+	if got, want := paths(l), map[string][]string{"helm": {x}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ledger = %v, want %v", got, want)
+	}
+}
+
 // chainPaths is "manager[ via]" → paths of the entries of l.
 func chainPaths(l *ownershipcore.Ledger) map[string][]string {
 	out := map[string][]string{}

@@ -242,11 +242,12 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 			return r.fail(p.obj, err)
 		}
 		// The fields this apply took without force are recorded now, with
-		// their owners as read before it: nobody was displaced, so a crash
-		// before this status write loses nothing (no write before the
-		// apply): the next reconcile records them the same way, as fields
-		// the patch holds with no record. Forced ones were recorded before
-		// the apply.
+		// the owners its answer shows (patchintent.Decision.Applied: the
+		// copy it was decided on may be behind the apiserver): nobody was
+		// displaced, so a crash before this status write loses nothing (no
+		// write before the apply): the next reconcile records them the
+		// same way, as fields the patch holds with no record. Forced ones
+		// were recorded before the apply.
 		if before := p.d.Owners.Applied(p.manager); before != nil && !p.d.Taken(after).Intersection(before.Fields).Empty() && r.refreshRecord(ctx, p.obj) {
 			// Held before this apply with no record: a lost status write,
 			// or a cached FieldPatch behind the apiserver's. The latter

@@ -153,3 +153,71 @@ spec:
 		t.Errorf("data.tier after the deletion = %v, want web (handed back to ops)", got)
 	}
 }
+
+// A field the patch added stays added through a contest: helm takes the
+// label with a value of its own (force), the patch takes it back (a drift
+// repair), and deleting the patch removes the label, under HandBack as
+// under Relinquish: nobody owned it before the patch, and helm, a manager
+// in between, gets nothing back (its next apply sets its value again,
+// without a conflict). A manager that co-owns the label when the patch
+// goes (it applied the patch's value) keeps it. test/invariants seed 98
+// ran into this path with a checker that took the repair for the first
+// take.
+func TestAddedFieldStaysAddedThroughContest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, ns, policy string
+		shareAtEnd       bool
+	}{
+		{name: "HandBack", ns: "added-contest-handback", policy: "HandBack"},
+		{name: "Relinquish", ns: "added-contest-relinquish", policy: "Relinquish"},
+		{name: "helm shares the patch's value at the deletion", ns: "added-contest-shared", policy: "HandBack", shareAtEnd: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t, tc.ns)
+			cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"%s","labels":%%s}}`, ns)
+			applyAs(t, "base", fmt.Sprintf(cm, `{"app":"web"}`))
+			target := obj(t, fmt.Sprintf(cm, `{}`))
+			fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: tier, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: cfg}
+  patch: {metadata: {labels: {tier: web}}}
+  conflictPolicy: Force
+  deletionPolicy: `+tc.policy+`
+`)
+			waitReason(t, fp, "Applied")
+			manager := "fieldops-fieldpatch/" + ns + "/tier/Apply"
+			if o := owners(t, live(t, target))[".metadata.labels.tier"]; fmt.Sprint(o) != "["+manager+"]" {
+				t.Fatalf("label tier owned by %v, want the patch alone (added)", o)
+			}
+			applyAs(t, "helm", fmt.Sprintf(cm, `{"tier":"db"}`))
+			eventually(t, "the patch takes the label back", func() (bool, string) {
+				u := live(t, target)
+				o := owners(t, u)[".metadata.labels.tier"]
+				return u.GetLabels()["tier"] == "web" && fmt.Sprint(o) == "["+manager+"]", fmt.Sprint(u.GetLabels(), o)
+			})
+			get(t, fp)
+			if len(fp.Status.PreviousOwners) != 0 {
+				t.Errorf("previous owners %+v after the repair, want none (the label was added; helm is a manager in between)", fp.Status.PreviousOwners)
+			}
+			want, wantOwners := "", "[]"
+			if tc.shareAtEnd {
+				// helm applies the patch's value: it co-owns the label.
+				applyAs(t, "helm", fmt.Sprintf(cm, `{"tier":"web"}`))
+				want, wantOwners = "web", "[helm/Apply]"
+			}
+			deleteAndWait(t, fp)
+			after := live(t, target)
+			if got := after.GetLabels()["tier"]; got != want {
+				t.Errorf("label tier after the deletion = %q, want %q", got, want)
+			}
+			if o := owners(t, after)[".metadata.labels.tier"]; fmt.Sprint(o) != wantOwners {
+				t.Errorf("label tier owned by %v after the deletion, want %s", o, wantOwners)
+			}
+		})
+	}
+}

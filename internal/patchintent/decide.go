@@ -194,11 +194,18 @@ func (d *Decision) Taken(after ownershipcore.ManagedFields) *fieldset.Set {
 }
 
 // Applied records what an apply did (after: the managed fields it
-// answered): the fields it took without force (Taken), with their owners
-// as read before it, then what the answer shows of the owners that share
-// fields with the patch (Ledger.Observe).
+// answered): the fields it took without force (Taken), with the owners
+// the answer shows for them, then what the answer shows of the owners
+// that share fields with the patch (Ledger.Observe). A take without force
+// displaces nobody, so every other manager that owns such a field in the
+// answer owned it (with the same value) just before the apply: that is
+// its previous owner, whatever the copy the decision was made on showed.
+// That copy (a cache) may be behind the apiserver, and an apply without
+// force carries no resourceVersion: an owner that applied the same value
+// in between would otherwise go unrecorded, and the field it owned
+// before the patch would count as added, and leave at deletion.
 func (d *Decision) Applied(after ownershipcore.ManagedFields) {
-	d.Ledger.Record(d.Owners, d.Taken(after), d.Manager)
+	d.Ledger.Record(after, d.Taken(after), d.Manager)
 	d.Ledger.Observe(after)
 }
 

@@ -218,6 +218,85 @@ func TestDecideRecordsTakes(t *testing.T) {
 	}
 }
 
+// TestAppliedRecordsOwnersFromTheAnswer: the fields an apply took
+// without force are recorded with the owners its answer shows, not those
+// of the copy it was decided on. That copy may be behind the apiserver
+// (an informer cache; an apply without force carries no
+// resourceVersion): another manager that applied the same value in
+// between co-owns the field in the answer and is its previous owner
+// (test/invariants seed 98: a selector patch's first apply, decided on
+// the target as its watch listed it, landed after helm applied the same
+// label; the label counted as added and its expiry with Relinquish
+// removed it). An owner that let the field go in between is not one.
+func TestAppliedRecordsOwnersFromTheAnswer(t *testing.T) {
+	const a, ab = `{"f:data":{"f:a":{}}}`, `{"f:data":{"f:a":{},"f:b":{}}}`
+	tests := []struct {
+		name     string
+		read     *unstructured.Unstructured // the copy the decision was made on
+		answer   *unstructured.Unstructured // the apply's answer
+		previous map[string][]string        // manager → fields recorded as taken from it
+		shared   map[string][]string        // manager → fields it shares with the patch
+	}{{
+		name:   "nobody owned the field: added",
+		read:   configMap(t, map[string]interface{}{}),
+		answer: configMap(t, map[string]interface{}{"a": "1", "b": "2"}, [3]string{decideManager, "Apply", ab}),
+	}, {
+		name:     "its owner applied the same value, as read",
+		read:     configMap(t, map[string]interface{}{"a": "1"}, [3]string{"helm", "Apply", a}),
+		answer:   configMap(t, map[string]interface{}{"a": "1", "b": "2"}, [3]string{"helm", "Apply", a}, [3]string{decideManager, "Apply", ab}),
+		previous: map[string][]string{"helm": {".data.a"}},
+		shared:   map[string][]string{"helm": {".data.a"}},
+	}, {
+		name:     "an owner that applied the same value after the read",
+		read:     configMap(t, map[string]interface{}{}),
+		answer:   configMap(t, map[string]interface{}{"a": "1", "b": "2"}, [3]string{"helm", "Apply", a}, [3]string{decideManager, "Apply", ab}),
+		previous: map[string][]string{"helm": {".data.a"}},
+		shared:   map[string][]string{"helm": {".data.a"}},
+	}, {
+		name:   "an owner that let the field go after the read",
+		read:   configMap(t, map[string]interface{}{"a": "1"}, [3]string{"helm", "Apply", a}),
+		answer: configMap(t, map[string]interface{}{"a": "1", "b": "2"}, [3]string{decideManager, "Apply", ab}),
+	}}
+	byManager := func(l *ownershipcore.Ledger, shared bool) map[string][]string {
+		out := map[string][]string{}
+		for _, e := range l.Entries {
+			f := e.Fields
+			if shared {
+				f = e.Shared
+			}
+			if !f.Empty() {
+				out[e.Manager] = Leaves(f)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Decide(decideApplier(), Input{Spec: applySpec(t, "", map[string]interface{}{"a": "1", "b": "2"}), Status: &v1alpha1.FieldPatchStatus{}, Live: tt.read, Manager: decideManager})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := ownershipcore.Owners(tt.answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Applied(after)
+			if got := Leaves(d.Ledger.Recorded); !reflect.DeepEqual(got, []string{".data.a", ".data.b"}) {
+				t.Errorf("recorded %v, want [.data.a .data.b]", got)
+			}
+			if got := byManager(d.Ledger, false); !reflect.DeepEqual(got, tt.previous) {
+				t.Errorf("previous owners %v, want %v", got, tt.previous)
+			}
+			if got := byManager(d.Ledger, true); !reflect.DeepEqual(got, tt.shared) {
+				t.Errorf("shared %v, want %v", got, tt.shared)
+			}
+		})
+	}
+}
+
 func mustPath(t *testing.T, p string) fieldset.Path {
 	t.Helper()
 	path, err := ownershipcore.ParsePath(p)

@@ -98,10 +98,13 @@ Licensed under the Apache License, Version 2.0.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another
-// manager takes it in between and the patch takes it back (drift repair).
-// When that happened to a taken field, whether the hand-back goes to the
-// first owner or to the one in between is a matter of policy: then (3)
-// checks only the value. When a third manager removed the field while the
+// manager takes it in between and the patch takes it back (drift repair):
+// a contest changes no record (docs/fieldpatch.md), and (4) holds for it
+// (under faults, a lost status write may lose the record that the patch
+// added it, so then it is not checked). When a contest happened to a
+// taken field, the hand-back goes to the first owner or, when that owner
+// lost the field to another hand, to the one in between: then (3) checks
+// only the value. When a third manager removed the field while the
 // patch held it, or after another manager took it from the patch, only (5)
 // is checked. A previous owner that lets the field
 // go (removes or relinquishes it) is one no more, even if it takes the

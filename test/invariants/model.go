@@ -223,6 +223,12 @@ type model struct {
 	kind      *Kind
 	patches   map[string]*patchModel
 	workloads map[string]string // name → field manager
+	// faults: fieldops' writes fail during steps (Sequence.Faults). A
+	// status write lost after the patch added a field loses the record
+	// that it was added: when another manager then takes it from the
+	// patch, the patch's repair records that manager as its previous
+	// owner, as for a field it takes for the first time.
+	faults bool
 }
 
 func newModel(k *Kind) *model {
@@ -249,9 +255,13 @@ type record struct {
 	dropped map[owner]bool
 	// contested: another manager took the field while the patch held it
 	// (and the patch took it back). The owners before the patch first took
-	// it stay the previous owners; whether the hand-back goes to them or to
-	// the manager that took it in between is a matter of policy, so only
-	// the value is checked at release.
+	// it stay the previous owners, and a field nobody owned then stays
+	// added (a contest changes no record: docs/fieldpatch.md). Whether the
+	// hand-back of a taken field goes to its previous owners or to the
+	// manager that took it in between depends on what that manager did
+	// meanwhile (took it from both the patch and a sharing owner, which
+	// that owner then lost to another hand), so only its value is checked
+	// at release.
 	contested bool
 	// ambiguous: a third manager removed the field (while the patch held
 	// it, or after another manager took it from the patch), or one of
@@ -366,46 +376,57 @@ func (m *model) observe(actor string, before, written, after *snapshot) {
 	}
 	for _, pm := range m.patches {
 		if written != nil {
+			// Fields the patch took between the read before the step and
+			// the actor's request (a reconcile that ended after the
+			// previous step settled: the request was sent at the version
+			// that write left): nobody but fieldops wrote in between, so
+			// their owners before the take are those of before.
+			m.recordTakes(pm, before, written)
 			for _, rec := range pm.records {
 				m.observeRequest(pm, rec, actor, before, written)
 			}
 		}
-		// Fields the patch holds now and did not hold when fieldops began
-		// to act: taken (or shared, or added) by it.
-		for _, p := range after.leaves(pm.manager) {
-			if prev.ownsAny(pm.manager, p) {
-				continue
+		m.recordTakes(pm, prev, after)
+	}
+}
+
+// recordTakes updates pm's records with the fields the patch holds in
+// after and did not hold in prev: taken (or shared, or added) by it, from
+// the owners of prev.
+func (m *model) recordTakes(pm *patchModel, prev, after *snapshot) {
+	for _, p := range after.leaves(pm.manager) {
+		if prev.ownsAny(pm.manager, p) {
+			continue
+		}
+		var cands []owner
+		fromWorkload := false
+		for _, o := range prev.ownersOf(p) {
+			if !isFieldops(o.Manager) {
+				cands = append(cands, o)
 			}
-			var cands []owner
-			fromWorkload := false
-			for _, o := range prev.ownersOf(p) {
-				if !isFieldops(o.Manager) {
-					cands = append(cands, o)
-				}
-				fromWorkload = fromWorkload || strings.HasPrefix(o.Manager, workload.ManagerPrefix)
-			}
-			k := ownershipcore.FormatPath(p)
-			rec := pm.records[k]
-			if rec == nil {
-				rec = &record{path: p, owners: map[owner]bool{}, dropped: map[owner]bool{}}
-				for _, o := range cands {
-					rec.owners[o] = true
-				}
-				rec.previous, rec.hasPrevious = prev.value(p)
-				rec.fromWorkload = fromWorkload
-				pm.records[k] = rec
-				continue
-			}
-			// Taken back from a manager that took it from the patch: the
-			// record of who owned it before the patch first took it stays.
+			fromWorkload = fromWorkload || strings.HasPrefix(o.Manager, workload.ManagerPrefix)
+		}
+		k := ownershipcore.FormatPath(p)
+		rec := pm.records[k]
+		if rec == nil {
+			rec = &record{path: p, owners: map[owner]bool{}, dropped: map[owner]bool{}}
 			for _, o := range cands {
-				if !rec.owners[o] {
-					rec.contested = true
-					if rec.between == nil {
-						rec.between = map[string]bool{}
-					}
-					rec.between[o.Manager] = true
+				rec.owners[o] = true
+			}
+			rec.previous, rec.hasPrevious = prev.value(p)
+			rec.fromWorkload = fromWorkload
+			pm.records[k] = rec
+			continue
+		}
+		// Taken back from a manager that took it from the patch: the
+		// record of who owned it before the patch first took it stays.
+		for _, o := range cands {
+			if !rec.owners[o] {
+				rec.contested = true
+				if rec.between == nil {
+					rec.between = map[string]bool{}
 				}
+				rec.between[o.Manager] = true
 			}
 		}
 	}
@@ -553,11 +574,12 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 		}
 		return out
 	}
-	// Added by the patch, taken from it by another manager and taken
-	// back: that manager applied a value of its own in between, which
-	// fieldops may treat as the previous owner's (the field stays, handed
-	// back or unowned, as for a taken field) rather than remove it.
-	if rec.contested || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
+	// Added by the patch: it leaves, even when another manager took it
+	// from the patch in between and the patch took it back (a contest
+	// changes no record), unless someone else owns it now. Under faults a
+	// lost status write may have lost the record that the patch added it
+	// (see model.faults): then the field may stay.
+	if rec.contested && m.faults || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
 		return out
 	}
 	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})

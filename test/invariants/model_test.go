@@ -198,3 +198,33 @@ func TestGenerateOptionsKeepSteps(t *testing.T) {
 		t.Errorf("%d patches expired, %d deleted: want about half each", expired, deleted)
 	}
 }
+
+// A field the patch added stays added through a contest: helm took it
+// with a value of its own and the patch took it back; at the deletion it
+// must leave (4), unless a lost status write (faults) may have lost the
+// record that it was added (seed 98's field, as the checker now follows
+// it).
+func TestModelAddedFieldThroughContest(t *testing.T) {
+	helm := owner{"helm", metav1.ManagedFieldsOperationApply}
+	fp := owner{"fieldops-fieldpatch/ns/fp-1", metav1.ManagedFieldsOperationApply}
+	for _, faults := range []bool{false, true} {
+		m := newModel(configMap)
+		m.faults = faults
+		pm := &patchModel{name: "fp-1", manager: fp.Manager, conflict: v1alpha1.ConflictPolicyForce, deletion: v1alpha1.DeletionPolicyRelinquish, records: map[string]*record{}}
+		m.patches[pm.name] = pm
+		s0 := snap(t, `{"data":{}}`, nil)
+		added := snap(t, `{"data":{"x":"web"}}`, map[owner][]string{fp: {".data.x"}})
+		m.observe("", s0, nil, added)
+		taken := snap(t, `{"data":{"x":"db"}}`, map[owner][]string{helm: {".data.x"}})
+		repaired := snap(t, `{"data":{"x":"web"}}`, map[owner][]string{fp: {".data.x"}})
+		m.observe("helm", added, taken, repaired)
+		kept := snap(t, `{"data":{"x":"web"}}`, nil)
+		vs := m.checkRelease(pm, repaired, kept, true)
+		switch {
+		case !faults && (len(vs) != 1 || vs[0].Invariant != 4):
+			t.Errorf("want (4) for .data.x left in place, got %v", vs)
+		case faults && len(vs) != 0:
+			t.Errorf("under faults, want no violation, got %v", vs)
+		}
+	}
+}

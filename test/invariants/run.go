@@ -123,6 +123,7 @@ func (e *Env) Run(ctx context.Context, seq Sequence) Result {
 	start := time.Now()
 	r := &run{env: e, seq: seq, kind: seq.Kind, model: newModel(seq.Kind), recs: newReconciles(),
 		ns: fmt.Sprintf("inv-%d", e.runs.Add(1))}
+	r.model.faults = seq.Faults > 0
 	if seq.Faults > 0 {
 		r.faults = newFaults(seq.Faults, seq.Seed)
 	}
