@@ -224,9 +224,10 @@ func (c *Cache) Stop() {
 
 // Acquire adds ref to t's references, starting t's watch if it is the
 // first. liveReads says the referrer reads t elsewhere (through an
-// account's client): if that read may come before the watch's first
-// sync, the first sync is reported as a change, since it may be newer.
-// It fails only when t's kind is unknown or t is malformed.
+// account's client), after Acquire: if that read may come before the
+// watch's first sync, the first sync is reported as a change, since it
+// may be newer; a watch that has synced already reports only later
+// changes. It fails only when t's kind is unknown or t is malformed.
 func (c *Cache) Acquire(ref Ref, t Target, liveReads bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

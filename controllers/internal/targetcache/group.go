@@ -150,20 +150,20 @@ func (c *Cache) giveUp(g *group) {
 }
 
 // join adds e to g (called with c.mu held, after e's references are set).
-// liveReads: e's referrers read the object elsewhere, so what g saw
-// before e joined is told once, as a first sync would be.
+// liveReads: e's referrers read the object elsewhere; before g's first
+// sync, that sync is told to e (it may be newer than their read). Once g
+// has synced, nothing is told: a referrer reads after Acquire (see
+// there), so its read is at least as new as what g held when e joined,
+// and every later change reaches e as an event of g.
 func (g *group) join(e *entry, liveReads bool) {
 	g.mu.Lock()
-	synced, rv := g.synced, g.objs[e.target.Name].version()
+	synced := g.synced
 	g.mu.Unlock()
 	e.mu.Lock()
 	e.group = g
 	e.missed = !synced && liveReads
 	e.mu.Unlock()
 	e.settledOnce.Do(func() { close(e.settled) })
-	if synced && liveReads {
-		go g.cache.notify(e.target, rv, func(x *entry) bool { return x == e })
-	}
 }
 
 // in says whether e is in g.

@@ -493,3 +493,27 @@ data: {LOG_LEVEL: info, PORT: "8080", LISTEN_ADDRESS: "0.0.0.0:8080", METRICS_AD
 		t.Errorf("the shared watch holds %d bytes for %d bytes of JSON, want less than half", held, jsonBytes)
 	}
 }
+
+// A referrer that reads live (a tenant's FieldPatch, through its account)
+// and joins a shared watch that has synced is told nothing at the join:
+// it reads after Acquire, so its read is at least as new as the watch;
+// a later change is told, once.
+func TestLiveReaderJoinsSyncedWatchUntold(t *testing.T) {
+	ns := kit.Namespace(t, "shared-live")
+	for i := 0; i < 4; i++ {
+		configMap(t, ns, fmt.Sprintf("cm-%d", i))
+	}
+	c := newTestCache(t, ns, 2, "")
+	s := &told{}
+	c.acquire(t, targetcache.Ref{Sink: s, Referrer: types.NamespacedName{Namespace: ns, Name: "p"}}, "cm-0", "cm-1")
+	c.waitStats(t, targetcache.Stats{Watches: 2, Objects: 2, Refs: 2, Shared: 1, Held: 4})
+	tenant := targetcache.Ref{Sink: s, Referrer: types.NamespacedName{Namespace: ns, Name: "tenant"}}
+	if err := c.Acquire(tenant, c.target("cm-3"), true); err != nil {
+		t.Fatal(err)
+	}
+	rv := setData(t, ns, "cm-3", "2")
+	testkit.Eventually(t, "change told", func() (bool, string) { return len(s.of("cm-3")) > 0, "" })
+	if got := s.of("cm-3"); fmt.Sprint(got) != fmt.Sprint([]string{rv}) {
+		t.Errorf("cm-3 told %v, want only its change at %s", got, rv)
+	}
+}
