@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -154,7 +155,7 @@ func setOf(m map[string]interface{}) (children *fieldpath.Set, isMember, ok bool
 			continue
 		}
 		sub, isMap := v.(map[string]interface{})
-		if err != nil || !isMap {
+		if err != nil || !isMap || !canonicalKey(key, pe) {
 			return nil, false, false
 		}
 		grandchildren, childIsMember, ok := setOf(sub)
@@ -172,6 +173,23 @@ func setOf(m map[string]interface{}) (children *fieldpath.Set, isMember, ok bool
 		}
 	}
 	return children, isMember || children == nil, true
+}
+
+// canonicalKey reports whether key is valid UTF-8 and pe's own spelling
+// (SerializePathElement's). Another spelling (a key list with spaces, an
+// index with a leading zero) could name the same element as a second key
+// of the object, and the converter's reading depends then on the order of
+// the keys, as JSON sorts them; invalid UTF-8 it reads as U+FFFD: both
+// are left to it.
+func canonicalKey(key string, pe fieldpath.PathElement) bool {
+	if !utf8.ValidString(key) {
+		return false
+	}
+	if pe.FieldName != nil {
+		return true // "f:" and the name, the only spelling
+	}
+	s, err := fieldpath.SerializePathElement(pe)
+	return err == nil && s == key
 }
 
 // decodeEntries decodes managed fields entries (see Owners).
