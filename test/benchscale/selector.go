@@ -49,7 +49,8 @@ const (
 // selectorResult is the selector run: one FieldPatch over N Deployments.
 type selectorResult struct {
 	// converge: from the FieldPatch's create until status.targets counts
-	// N applied and every Deployment carries the env var.
+	// N applied and it is Ready (every Deployment is then checked to
+	// carry the env var).
 	wall     time.Duration
 	requests requestCounts
 	mgrCPU   float64   // seconds
@@ -253,8 +254,8 @@ func carrying(ds map[string]deployState, v string) int {
 // labelled selectorLabel=yes, a new manager process warmed up by a
 // selector patch over one Deployment elsewhere, then
 //   - converge: create one FieldPatch with spec.targetSelector, until its
-//     status.targets.applied is N, it is Ready and every Deployment
-//     carries the env var (both from watches);
+//     status.targets.applied is N and it is Ready (from a watch); every
+//     Deployment is then read and must carry the env var;
 //   - quiet: the manager's requests during o.selectorQuiet after that;
 //   - drift: driftManager applies another value of the env var (force) on
 //     min(100, N) Deployments, until each carries the patch's value again
