@@ -7,15 +7,12 @@ Licensed under the Apache License, Version 2.0.
 package targetcache
 
 import (
-	"bytes"
-	"compress/flate"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +23,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+
+	"github.com/fieldops/fieldops/controllers/internal/packed"
 )
 
 // A shared watch keeps each object as the JSON the apiserver sent,
@@ -89,70 +88,19 @@ func newRawObject(raw []byte) (*rawObject, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	o := &rawObject{raw: deflate(raw)}
+	o := &rawObject{raw: codec.Deflate(raw)}
 	o.Name, o.Namespace, o.UID, o.ResourceVersion = m.Metadata.Name, m.Metadata.Namespace, m.Metadata.UID, m.Metadata.ResourceVersion
 	return o, nil
 }
 
-// deflater compresses the JSON of held objects: one writer at a time,
-// under its lock, since a flate.Writer at deflateLevel holds about 0.8
-// MiB of tables (one event's JSON takes it some 30 µs). The writer waits
-// in a sync.Pool between uses, which the garbage collector empties after
-// two collections without one: an idle manager holds no writer.
-var deflater struct {
-	sync.Mutex
-	writers sync.Pool // *flate.Writer with the dictionary: one at most
-	buf     bytes.Buffer
-}
-
-// deflateLevel is the compression level of held objects (see above).
-const deflateLevel = 2
-
-// deflate returns raw compressed, in a slice of its own.
-func deflate(raw []byte) []byte {
-	deflater.Lock()
-	defer deflater.Unlock()
-	deflater.buf.Reset()
-	w, _ := deflater.writers.Get().(*flate.Writer)
-	if w == nil {
-		// NewWriterDict fails only on a level out of range.
-		w, _ = flate.NewWriterDict(&deflater.buf, deflateLevel, dictionary)
-	} else {
-		w.Reset(&deflater.buf) // keeps the dictionary
-	}
-	defer deflater.writers.Put(w)
-	// Writes to a bytes.Buffer do not fail.
-	_, _ = w.Write(raw)
-	_ = w.Close()
-	return bytes.Clone(deflater.buf.Bytes())
-}
-
-// inflaters are flate readers for reuse (each holds a 32 KiB window).
-var inflaters sync.Pool
-
-// inflate returns the JSON deflate compressed into z.
-func inflate(z []byte) ([]byte, error) {
-	var r io.ReadCloser
-	if v, ok := inflaters.Get().(io.ReadCloser); ok {
-		r = v
-		if err := r.(flate.Resetter).Reset(bytes.NewReader(z), dictionary); err != nil {
-			return nil, err
-		}
-	} else {
-		r = flate.NewReaderDict(bytes.NewReader(z), dictionary)
-	}
-	defer inflaters.Put(r)
-	out := bytes.NewBuffer(make([]byte, 0, 4*len(z)))
-	if _, err := out.ReadFrom(r); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
+// codec compresses the JSON of held objects with the preset dictionary
+// (packed.Codec: one writer at a time, none held while idle).
+var codec = packed.NewCodec(dictionary)
 
 // decode decodes z, the compressed JSON of an object of kind gvk, into a
 // new object. List items come without apiVersion and kind: they are set.
 func decode(z []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	raw, err := inflate(z)
+	raw, err := codec.Inflate(z)
 	if err != nil {
 		return nil, err
 	}
