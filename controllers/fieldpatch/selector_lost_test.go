@@ -116,12 +116,20 @@ spec:
 	}
 
 	deleteAndWait(t, fp)
-	u := live(t, configMap(t, ns, "cm"))
-	if got := fmt.Sprint(owners(t, u)); got != before["cm"] {
-		t.Errorf("after deletion: owners %s, want %s", got, before["cm"])
+	wantAddedGone(t, ns, "cm", before["cm"])
+}
+
+// wantAddedGone checks that the ConfigMap ns/name is as helmConfigMaps
+// left it (its owners, want) and without the data.added the patches of
+// these tests add.
+func wantAddedGone(t *testing.T, ns, name, want string) {
+	t.Helper()
+	u := live(t, configMap(t, ns, name))
+	if got := fmt.Sprint(owners(t, u)); got != want {
+		t.Errorf("%s after deletion: owners %s, want %s", name, got, want)
 	}
 	if _, found, _ := unstructured.NestedString(u.Object, "data", "added"); found {
-		t.Error("after deletion: the field the patch added stays")
+		t.Errorf("%s after deletion: the field the patch added stays", name)
 	}
 }
 
@@ -177,13 +185,7 @@ spec:
 	}
 
 	deleteAndWait(t, fp)
-	u := live(t, configMap(t, ns, "ok"))
-	if got := fmt.Sprint(owners(t, u)); got != before["ok"] {
-		t.Errorf("ok after deletion: owners %s, want %s", got, before["ok"])
-	}
-	if _, found, _ := unstructured.NestedString(u.Object, "data", "added"); found {
-		t.Error("ok after deletion: the field the patch added stays")
-	}
+	wantAddedGone(t, ns, "ok", before["ok"])
 }
 
 // A selector patch whose own write takes its target out of the selected
