@@ -38,6 +38,9 @@ var (
 	kubeconfig string
 	k8s        client.Client
 	restConfig *rest.Config
+	// controlPlane is the tests' local control plane (AddUser: a user of
+	// other rights than kubeconfig's).
+	controlPlane *localcp.ControlPlane
 )
 
 // TestMain starts the local control plane (no manager: the tests write
@@ -55,6 +58,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer func() { _ = cp.Stop() }()
+	controlPlane = cp
 	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "plugin-test", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fail(err)
@@ -79,9 +83,16 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// plugin runs kubectl-fieldops with args against the control plane.
+// plugin runs kubectl-fieldops with args against the control plane. A
+// plan is told, as --manager-rights-namespaces, that every namespace's
+// patches act with the manager's rights, as they do under the managers
+// of these tests (the zero tenant options); a patch that names
+// spec.serviceAccountName acts as that account either way.
 func plugin(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	if len(args) > 0 && args[0] == "plan" {
+		args = append([]string{"plan", "--manager-rights-namespaces=*"}, args[1:]...)
+	}
 	return pluginIn(t, "", append(args, "--kubeconfig", kubeconfig)...)
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -30,6 +31,7 @@ import (
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/patchtarget"
+	"github.com/fieldops/fieldops/internal/tenancy"
 	"github.com/fieldops/fieldops/internal/workloadspec"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
@@ -53,6 +55,9 @@ type planOptions struct {
 	delete bool
 	// names are the TYPE/NAME arguments of --delete.
 	names []string
+	// tenancy are the manager's --default-service-account and
+	// --manager-rights-namespaces: which account a patch acts as.
+	tenancy tenancy.Options
 }
 
 func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -123,6 +128,8 @@ says on standard error which objects it skipped.`,
 	o.output.addFlags(cmd, "a list of plans")
 	cmd.Flags().BoolVar(&o.delete, "delete", false, "plan the deletion of the patches (on the cluster, named as fieldpatch/NAME or by -f) under their deletionPolicy, instead of their apply")
 	cmd.Flags().StringVar(&o.pluginConfig, "plugin-config", "", "the manager's --plugin-config file: conflicts of a patch with conflictPolicy Plugin are then decided by that plugin, run here as the manager runs it (same binary, same SHA-256); without it, by its conflictPluginFallback")
+	cmd.Flags().StringVar(&o.tenancy.DefaultServiceAccount, "default-service-account", tenancy.DefaultServiceAccount, "the manager's --default-service-account: the account, in their own namespace, that patches naming no spec.serviceAccountName act as; plan acts as a patch's account when you may impersonate it (admin and edit may, in their namespace)")
+	cmd.Flags().StringSliceVar(&o.tenancy.ManagerRightsNamespaces, "manager-rights-namespaces", nil, "the manager's --manager-rights-namespaces: namespaces whose patches naming no account act with the manager's rights ('*': every namespace); plan uses your own rights for them")
 	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "", "the namespace the fieldops manager runs in (its --namespace): the controller refuses its own objects there, and so does the plan (default: the namespace of the manager's leader election Lease fieldops.dev or of its Deployment, else fieldops-system)")
 	return cmd
 }
@@ -134,6 +141,11 @@ type Plan struct {
 	Namespace    string `json:"namespace,omitempty"`
 	Name         string `json:"name"`
 	FieldManager string `json:"fieldManager"`
+	// ActingAs is the account the plan acted as ("ServiceAccount
+	// ns/name"), as the controller acts as it; empty when the plan used
+	// the caller's own rights (the patch acts with the manager's, or the
+	// caller may not impersonate its account: a note then says so).
+	ActingAs string `json:"actingAs,omitempty"`
 	// Exists says the object exists: the plan is of a change.
 	Exists bool `json:"exists"`
 	// Action is what the apply would do: Created, Configured, Unchanged,
@@ -231,11 +243,14 @@ const (
 	actionInvalid        = "Invalid"
 	actionTargetNotFound = "TargetNotFound"
 	actionFailed         = "Failed"
+	// actionForbidden: the account the patch acts as may not read or
+	// write its target (the controller's reason Forbidden).
+	actionForbidden = "Forbidden"
 )
 
 func (p *Plan) failed() bool {
 	switch p.Action {
-	case string(ownershipcore.ActionConflicted), actionInvalid, actionTargetNotFound, actionFailed:
+	case string(ownershipcore.ActionConflicted), actionInvalid, actionTargetNotFound, actionFailed, actionForbidden:
 		return true
 	}
 	return false
@@ -252,6 +267,11 @@ type planner struct {
 	plugins *host.Host
 	// delete plans deletions (--delete).
 	delete bool
+	// cfg is the caller's rest config, which actingAs copies to
+	// impersonate a patch's account; tenancy are the manager's settings
+	// that say which account that is.
+	cfg     *rest.Config
+	tenancy tenancy.Options
 }
 
 func (o *planOptions) run(ctx context.Context) error {
@@ -401,7 +421,7 @@ func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 			fmt.Fprintln(o.streams.ErrOut, "Warning:", note)
 		}
 	}
-	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own, delete: o.delete}, nil
+	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own, delete: o.delete, cfg: cfg, tenancy: o.tenancy}, nil
 }
 
 // A selector patch (spec.targetSelector) gets one plan per matching
@@ -483,9 +503,9 @@ func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher)
 
 // planPatchWith is planPatch with the patch's admission done: whether it
 // exists (or the error of its admission) and the status whose record the
-// controller continues.
-//
-//nolint:gocyclo // one case per outcome of a planned apply (conflict strategy, yield, force, ignore), as the controller decides them.
+// controller continues. The target is read and dry-run as the account
+// the patch acts as (actingAs), in the controller's order: strategy →
+// target → intent and record → give back → apply → record.
 func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v1alpha1.FieldPatchStatus, exists bool, admitErr error) (Plan, error) {
 	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
 	spec := obj.PatchSpec()
@@ -494,160 +514,182 @@ func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v
 	pp := &PatchPlan{Type: string(patchintent.TypeOrApply(spec.Type)), DeletionPolicy: string(deletionPolicy(spec.DeletionPolicy))}
 	plan.Patch = pp
 	pp.Target = ObjectRef{APIVersion: spec.Target.APIVersion, Kind: spec.Target.Kind, Namespace: obj.TargetNamespace(), Name: spec.Target.Name}
-	invalid := func(err error) (Plan, error) {
-		plan.Action, plan.Message = actionInvalid, redact.Message(err)
-		return plan, nil
-	}
-	refused := func(err error) (Plan, error) {
-		var te *patchtarget.Error
-		if !errors.As(err, &te) {
-			return invalid(err)
-		}
-		plan.Action, plan.Reason = actionInvalid, te.Reason
-		plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, redact.Message(err))
-		return plan, nil
-	}
 	if admitErr != nil {
-		return invalid(admitErr)
+		return plan.invalid(admitErr), nil
 	}
 	plan.Exists = exists
 	strategy, policy, notes, err := p.patchStrategy(spec, func(err error) {
 		pp.Notes = append(pp.Notes, fmt.Sprintf("the plugin %q failed (%v): its fallback decided the conflicts, as in the controller, which reports it with the PluginFailure condition and a PluginFailed event", spec.ConflictPlugin, err))
 	})
 	if err != nil {
-		return invalid(err)
+		return plan.invalid(err), nil
 	}
 	pp.ConflictPolicy, pp.Notes = policy, notes
 	if len(spec.IgnorePlugins) > 0 {
 		pp.Notes = append(pp.Notes, fmt.Sprintf("ignorePlugins %s run in the manager, not here: the fields they name are planned as if they were not ignored", strings.Join(spec.IgnorePlugins, ", ")))
 	}
+	as, account, note, err := p.actingAs(ctx, obj)
+	if err != nil {
+		return plan.refused(&patchtarget.Error{Reason: "InvalidTarget", Err: err}), nil
+	}
+	plan.ActingAs = account
+	if note != "" {
+		pp.Notes = append(pp.Notes, note)
+	}
+	return as.planTarget(ctx, plan, obj, st, cluster, strategy)
+}
 
+// planTarget plans the apply of obj to its target (read as p's account)
+// with strategy, from the record in st.
+func (p *planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patcher, st *v1alpha1.FieldPatchStatus, cluster bool, strategy ownershipcore.ConflictStrategy) (Plan, error) {
+	spec, pp, manager := obj.PatchSpec(), plan.Patch, plan.FieldManager
 	// The controller's own rules (patchtarget): a target it refuses is
 	// refused here with the same reason and message.
 	ref, err := patchtarget.Resolve(p.c.RESTMapper(), obj, cluster, p.ownNamespace)
 	if err != nil {
-		return refused(err)
+		return plan.refused(err), nil
 	}
 	pp.Target.Namespace = ref.GetNamespace()
 	live, err := p.applier.Get(ctx, ref)
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err):
+		return plan.forbidden(err), nil
+	case err != nil:
 		return Plan{}, err
-	}
-	if live == nil {
+	case live == nil:
 		plan.Action, plan.Message = actionTargetNotFound, fmt.Sprintf("target %s not found; the controller patches it when it appears", pp.Target)
 		return plan, nil
 	}
 	if err := patchtarget.ManagedByFieldops(live); err != nil {
-		return refused(err)
+		return plan.refused(err), nil
 	}
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
-		return invalid(fmt.Errorf("ignorePaths: %w", err))
+		return plan.invalid(fmt.Errorf("ignorePaths: %w", err)), nil
 	}
 	d, err := patchintent.Decide(p.applier, patchintent.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore})
 	if err != nil {
-		return invalid(err)
+		return plan.invalid(err), nil
 	}
-	owners, ours := d.Owners, d.Owners.Applied(manager)
+	ours := d.Owners.Applied(manager)
 	give, dropped := d.GiveBack()
 	d.GaveBack(dropped)
-
 	res, err := p.applier.Apply(ctx, d.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true})
+	plan, done := plan.applied(res, err)
+	if done {
+		return plan, nil
+	}
+	after, err := p.planRecord(ctx, &plan, d, live, res)
+	if err != nil || plan.Reason != "" {
+		return plan, err
+	}
+	return p.planFields(plan, spec, d, ours, after, give, res), nil
+}
+
+// applied sets the plan's action from the dry run's answer (res, err);
+// done when that ends the plan (an error other than a conflict).
+func (plan Plan) applied(res ownershipcore.Result, err error) (_ Plan, done bool) {
 	var conflictErr *ownershipcore.ConflictError
 	switch {
 	case errors.As(err, &conflictErr):
 		plan.Action = string(ownershipcore.ActionConflicted)
 		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", conflictErr.Error())
+	case apierrors.IsForbidden(err):
+		return plan.forbidden(err), true
 	case err != nil:
-		plan.Action, plan.Message = actionInvalid, redact.Message(err)
-		return plan, nil
+		return plan.invalid(err), true
 	default:
 		plan.Action = string(res.Action)
 	}
-	after := owners
-	if err == nil && res.Object != nil {
+	return plan, false
+}
+
+// planRecord computes the record the controller would save: the fields
+// the apply forces (refused, as the controller refuses them, when their
+// owners' entries are in another version: patchintent.CheckForce, which
+// sets the plan's reason), with the records of the fieldops patches they
+// are taken from (patchintent.InheritedRecords), then the fields it takes
+// without force (Decision.Applied). It returns the target's managed
+// fields after the apply.
+func (p *planner) planRecord(ctx context.Context, plan *Plan, d *patchintent.Decision, live *unstructured.Unstructured, res ownershipcore.Result) (ownershipcore.ManagedFields, error) {
+	after, manager, uid := d.Owners, plan.FieldManager, string(live.GetUID())
+	if plan.Action != string(ownershipcore.ActionConflicted) && res.Object != nil {
+		var err error
 		if after, err = ownershipcore.Owners(res.Object); err != nil {
-			return Plan{}, err
+			return nil, err
 		}
-		// The controller's record: the fields the apply forces, before it,
-		// then the others it takes; fields it yields or fails on are not
-		// recorded.
 		forced := patchintent.ForcedFields(res.Forced)
-		chains, notes, err := p.patchRecords(ctx, owners, forced, manager, string(live.GetUID()))
-		if err != nil {
-			return Plan{}, err
+		gvk := live.GroupVersionKind()
+		if err := patchintent.CheckForce(d.Owners, forced, manager, gvk.Kind, func(v ...string) bool { return p.applier.SameFieldPaths(ctx, gvk, v...) }); err != nil {
+			plan.Action, plan.Reason = string(ownershipcore.ActionConflicted), "Conflict"
+			plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", redact.Message(err))
+			return d.Owners, nil
 		}
-		pp.Notes = append(pp.Notes, notes...)
-		patchintent.RecordForced(d.Ledger, owners, forced, manager, chains...)
+		chains, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, d.Owners, forced, manager, uid)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range unread {
+			plan.Patch.Notes = append(plan.Patch.Notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown, and the controller, which cannot read them either, leaves those fields without an owner if %s leaves first", u.Patch, redact.Message(u.Err), strings.Join(patchintent.Leaves(u.Fields), ", "), u.Patch))
+		}
+		patchintent.RecordForced(d.Ledger, d.Owners, forced, manager, chains...)
 		d.Applied(after)
 	}
 	record := &v1alpha1.FieldPatchStatus{}
-	if err := patchintent.WriteLedger(record, d.Ledger, string(live.GetUID())); err != nil {
-		return Plan{}, err
+	if err := patchintent.WriteLedger(record, d.Ledger, uid); err != nil {
+		return nil, err
 	}
 	for _, e := range record.PreviousOwners {
-		pp.PreviousOwners = append(pp.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
+		plan.Patch.PreviousOwners = append(plan.Patch.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
 	}
+	return after, nil
+}
+
+// planFields fills the plan's managed fields and its rows, one per field.
+func (p *planner) planFields(plan Plan, spec *v1alpha1.FieldPatchSpec, d *patchintent.Decision, ours *ownershipcore.Entry, after ownershipcore.ManagedFields, give ownershipcore.LetGo, res ownershipcore.Result) Plan {
+	pp, manager := plan.Patch, plan.FieldManager
 	oursAfter := fieldset.NewSet()
 	if e := after.Applied(manager); e != nil && plan.Action != string(ownershipcore.ActionConflicted) {
 		oursAfter = e.Fields
 		pp.ManagedFields = patchintent.Leaves(oursAfter)
 	}
 	pp.Fields = patchFields(fieldRows{
-		manager: manager, policy: deletionPolicy(spec.DeletionPolicy), rules: spec.ConflictRules, conflictPolicy: policy,
-		intent: d.IntentSet, before: owners, after: after, oursBefore: ours, oursAfter: oursAfter,
+		manager: manager, policy: deletionPolicy(spec.DeletionPolicy), rules: spec.ConflictRules, conflictPolicy: pp.ConflictPolicy,
+		intent: d.IntentSet, before: d.Owners, after: after, oursBefore: ours, oursAfter: oursAfter,
 		ledger: d.Ledger, dropped: give, res: res,
 	})
-	return plan, nil
+	return plan
 }
 
-// patchRecords reads, as the controller does before an apply forces
-// fields (controllers/fieldpatch, patchRecords), the records of the
-// FieldPatches and ClusterFieldPatches among the owners of forced other
-// than manager, for patchintent.RecordForced: the owners recorded
-// through such a patch are inherited, so the preview of
-// status.previousOwners holds them too. A record counts only when the
-// patch's status names the same field manager and the target's UID
-// (targetUID). A patch that is gone, or whose name the field manager does
-// not show, has nothing to inherit; one the caller may not read inherits
-// nothing here and gets a note (the controller reads it with the patch's
-// account, and reports a refusal with a Forbidden event). Other read
-// errors are returned.
-func (p *planner) patchRecords(ctx context.Context, owners ownershipcore.ManagedFields, forced *fieldset.Set, manager, targetUID string) ([]patchintent.Inherited, []string, error) {
-	var out []patchintent.Inherited
-	var notes []string
-	seen := map[string]bool{}
-	for _, e := range owners.OwnersOf(forced, manager) {
-		rival, ok := ownershipcore.ParseManager(e.Manager)
-		if !ok || seen[e.Manager] || rival.Name == "" || (rival.Kind != "FieldPatch" && rival.Kind != "ClusterFieldPatch") {
-			continue
-		}
-		seen[e.Manager] = true
-		var obj v1alpha1.Patcher = &v1alpha1.FieldPatch{}
-		if rival.Kind == "ClusterFieldPatch" {
-			obj = &v1alpha1.ClusterFieldPatch{}
-		}
-		err := p.c.Get(ctx, client.ObjectKey{Namespace: rival.Namespace, Name: rival.Name}, obj)
-		switch {
-		case apierrors.IsForbidden(err):
-			notes = append(notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown; the controller reads them with the patch's account", rival, redact.Message(err), strings.Join(patchintent.Leaves(e.Fields), ", ")))
-			continue
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, nil, fmt.Errorf("read the previous owners of %s: %w", rival, err)
-		}
-		st := obj.PatchStatus()
-		if st.FieldManager != e.Manager || st.TargetUID != targetUID {
-			continue
-		}
-		l, err := patchintent.ReadLedger(st, targetUID)
-		if err != nil {
-			continue
-		}
-		out = append(out, patchintent.Inherited{Manager: e.Manager, Ledger: l})
+// invalid is the plan of a patch the controller would refuse: err says
+// why.
+func (plan Plan) invalid(err error) Plan {
+	plan.Action, plan.Message = actionInvalid, redact.Message(err)
+	return plan
+}
+
+// refused is the plan of a patch whose target the controller refuses
+// (a *patchtarget.Error: its reason), or invalid.
+func (plan Plan) refused(err error) Plan {
+	var te *patchtarget.Error
+	if !errors.As(err, &te) {
+		return plan.invalid(err)
 	}
-	return out, notes, nil
+	plan.Action, plan.Reason = actionInvalid, te.Reason
+	plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, redact.Message(err))
+	return plan
+}
+
+// forbidden is the plan of a patch whose account may not read or write
+// its target: the controller waits with reason Forbidden (retried, RBAC
+// may change).
+func (plan Plan) forbidden(err error) Plan {
+	plan.Action, plan.Reason = actionForbidden, actionForbidden
+	if plan.ActingAs != "" {
+		err = fmt.Errorf("acting as %s: %w", plan.ActingAs, err)
+	}
+	plan.Message = fmt.Sprintf("the patch would wait (reason Forbidden): %s", redact.Message(err))
+	return plan
 }
 
 // patchStrategy is the conflict strategy of spec as the controller builds

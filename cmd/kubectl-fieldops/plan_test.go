@@ -38,7 +38,7 @@ import (
 
 // planNamespaces are the namespaces of the plan tests, the only ones
 // TestPlan's manager watches.
-var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete", "plan-selector", "plan-chain"}
+var planNamespaces = []string{"plan-apply", "plan-strategicmerge", "plan-merge", "plan-json", "plan-fail", "plan-yield", "plan-workload", "plan-cluster", "plan-plugin", "plan-plugin-failure", "plan-refused", "plan-delete", "plan-selector", "plan-chain", "plan-account", "plan-selector-chain", "plan-convert"}
 
 // planPluginConfig is the --plugin-config of TestPlan's manager, which
 // plan is given too.
@@ -88,6 +88,9 @@ func TestPlan(t *testing.T) {
 	t.Run("Delete", testPlanDelete)
 	t.Run("Selector", testPlanSelector)
 	t.Run("Chain", testPlanChain)
+	t.Run("ActsAsTheAccount", testPlanActsAsTheAccount)
+	t.Run("SelectorChain", testPlanSelectorChain)
+	t.Run("RefusesForceAcrossVersions", testPlanRefusesForceAcrossVersions)
 }
 
 // A selector patch is planned for every object it matches, each

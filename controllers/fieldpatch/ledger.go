@@ -13,9 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -88,93 +85,38 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 	return err
 }
 
-// patchRecords reads the records of the FieldPatches and
-// ClusterFieldPatches among the owners of fields (the fields an apply is
-// about to force), for Ledger.Inherit: when such a patch leaves the
-// target before this one, the fields go back to the owners it took them
-// from, not to its field manager's entry, which nobody would ever
-// relinquish. A record counts only when the patch's status names the
-// same field manager and the target's UID (a field manager's name is any
-// writer's to use; the status is written by the fieldops manager alone,
-// as config/rbac lets tenants only read it). It is read with the rights
-// of the patch's account: a patch whose account may not read the other
-// patch (a tenant, and a ClusterFieldPatch) inherits nothing and says so
-// in a Forbidden event; a patch that is gone (or whose name the field
-// manager does not show, cut to its length limit) has nothing to inherit.
-// Either way, such fields stay without an owner if that patch leaves
-// first (Ledger.HandBackTo). Other read errors are returned (a retry may
-// fix them).
+// patchRecords reads, with the rights of the patch's account, the
+// records of the FieldPatches and ClusterFieldPatches among the owners of
+// fields (the fields an apply is about to force), for Ledger.Inherit
+// (patchintent.InheritedRecords, which kubectl fieldops plan calls too).
+// A patch whose account may not read such a record (a tenant, and a
+// ClusterFieldPatch) inherits nothing and says so in a Forbidden event:
+// the fields taken from it stay without an owner if it leaves first.
 func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchintent.Inherited, error) {
-	var out []patchintent.Inherited
-	seen := map[string]bool{}
-	for _, e := range owners.OwnersOf(fields, p.manager) {
-		rival, ok := ownershipcore.ParseManager(e.Manager)
-		if !ok || seen[e.Manager] || rival.Name == "" || (rival.Kind != "FieldPatch" && rival.Kind != "ClusterFieldPatch") {
-			continue
-		}
-		seen[e.Manager] = true
-		ref := &unstructured.Unstructured{}
-		ref.SetAPIVersion(v1alpha1.GroupVersion.String())
-		ref.SetKind(rival.Kind)
-		ref.SetNamespace(rival.Namespace)
-		ref.SetName(rival.Name)
-		u, err := p.applier.GetFresh(ctx, ref)
-		switch {
-		case apierrors.IsForbidden(err):
-			r.event(p.obj, corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
-				"cannot read the previous owners recorded by %s, from which this patch takes %s (%s); if %s leaves %s %s before this patch, those fields stay there without an owner at this patch's deletion",
-				rival, strings.Join(firstN(patchintent.Leaves(e.Fields), 5), ", "), redact.Message(tenant.Explain(p.account, err)),
-				rival, p.ref.GetKind(), objectName(p.ref))))
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("read the previous owners of %s: %w", rival, err)
-		case u == nil:
-			continue
-		}
-		var st v1alpha1.FieldPatchStatus
-		raw, _, _ := unstructured.NestedMap(u.Object, "status")
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
-			continue
-		}
-		if st.Targets != nil {
-			// A selector patch keeps one record per target.
-			rs := st.Targets.RecordStatus(p.uid())
-			rs.FieldManager = st.FieldManager
-			st = rs
-		}
-		if st.FieldManager != e.Manager || st.TargetUID != p.uid() {
-			continue
-		}
-		l, err := patchintent.ReadLedger(&st, p.uid())
-		if err != nil {
-			continue
-		}
-		out = append(out, patchintent.Inherited{Manager: e.Manager, Ledger: l})
+	out, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, owners, fields, p.manager, p.uid())
+	for _, u := range unread {
+		r.event(p.obj, corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
+			"cannot read the previous owners recorded by %s, from which this patch takes %s (%s); if %s leaves %s %s before this patch, those fields stay there without an owner at this patch's deletion",
+			u.Patch, strings.Join(firstN(patchintent.Leaves(u.Fields), 5), ", "), redact.Message(tenant.Explain(p.account, u.Err)),
+			u.Patch, p.ref.GetKind(), objectName(p.ref))))
 	}
-	return out, nil
+	return out, err
 }
 
 // comparableOwners refuses to take fields from an entry whose field paths
-// may not be ours: an entry of another version of a kind whose conversion
-// may rename or move fields (a CRD's conversion webhook, a built-in kind's
-// versions; ownershipcore.Applier.SameFieldPaths). The apiserver names such
-// a conflict in the owner's version, so the record would hold paths that
-// never match the patch's, and deletion would remove the owner's field as
-// one the patch added. The FieldPatch stops with reason Conflict instead
-// (terminal: a change of the patch or of the target reconciles it again).
+// may not be ours (patchintent.CheckForce: an entry of another version of
+// a kind whose conversion may rename or move fields). The FieldPatch
+// stops with reason Conflict instead (terminal: a change of the patch or
+// of the target reconciles it again).
 func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) error {
-	var versions, names []string
-	for _, e := range owners.OwnersOf(fields, p.manager) {
-		if e.Subresource == "" {
-			versions = append(versions, e.APIVersion)
-			names = append(names, fmt.Sprintf("%s (%s)", ownershipcore.DescribeManager(e.Manager), e.APIVersion))
-		}
+	gvk := p.ref.GroupVersionKind()
+	err := patchintent.CheckForce(owners, fields, p.manager, gvk.Kind, func(versions ...string) bool {
+		return p.applier.SameFieldPaths(ctx, gvk, versions...)
+	})
+	if err != nil {
+		return skeleton.Terminal(ReasonConflict, "%v", err)
 	}
-	if p.applier.SameFieldPaths(ctx, p.ref.GroupVersionKind(), versions...) {
-		return nil
-	}
-	return skeleton.Terminal(ReasonConflict, "will not force %s from %s: the owner's managed fields are in another version of %s, whose field paths this kind's conversion may change, so the fields could not be handed back; write the patch in the owner's version",
-		strings.Join(patchintent.Leaves(fields), ", "), strings.Join(names, ", "), p.ref.GetKind())
+	return nil
 }
 
 // saveRecord writes the record of previous owners before a write to the

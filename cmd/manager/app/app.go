@@ -41,6 +41,7 @@ import (
 	"github.com/fieldops/fieldops/feature"
 	"github.com/fieldops/fieldops/internal/accountwebhook"
 	"github.com/fieldops/fieldops/internal/logcap"
+	"github.com/fieldops/fieldops/internal/tenancy"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -116,7 +117,7 @@ const leaderElectionJitter = 1.2
 // DefaultServiceAccount is the default of --default-service-account: the
 // ServiceAccount, in their own namespace, that namespaced fieldops objects
 // naming none act as.
-const DefaultServiceAccount = "fieldops-tenant"
+const DefaultServiceAccount = tenancy.DefaultServiceAccount
 
 // envOr is the environment variable key when it is set (even empty),
 // otherwise def.

@@ -22,93 +22,22 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fieldops/fieldops/internal/tenancy"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
-// Options are the manager-wide settings of tenant isolation.
-type Options struct {
-	// DefaultServiceAccount is the account, in the object's own namespace,
-	// of namespaced fieldops objects that name none (the manager's
-	// --default-service-account, fieldops-tenant unless a cluster
-	// administrator says otherwise). Empty: such objects act with the
-	// manager's own rights (the zero Options, which tests use).
-	DefaultServiceAccount string
-	// ManagerRightsNamespaces are the namespaces whose fieldops objects
-	// that name no account act with the manager's own rights although
-	// DefaultServiceAccount is set (--manager-rights-namespaces, a cluster
-	// administrator's explicit opt-in); "*" is every namespace.
-	ManagerRightsNamespaces []string
-	// NoCrossNamespaceRefs refuses ManagedWorkload objects outside the
-	// workload's own namespace (--no-cross-namespace-refs).
-	NoCrossNamespaceRefs bool
-	// OwnNamespace is the namespace the manager runs in: no fieldops object
-	// may change what is in it.
-	OwnNamespace string
-}
-
-// ManagerRights reports whether namespaced objects of namespace that name
-// no account act with the manager's rights: it is one of
-// ManagerRightsNamespaces, or that list holds "*".
-func (o Options) ManagerRights(namespace string) bool {
-	for _, ns := range o.ManagerRightsNamespaces {
-		if ns == "*" || ns == namespace {
-			return true
-		}
-	}
-	return false
-}
+// Options are the manager-wide settings of tenant isolation
+// (tenancy.Options).
+type Options = tenancy.Options
 
 // Account is the ServiceAccount a fieldops object acts as; the zero
-// Account is the manager itself.
-type Account struct {
-	Namespace, Name string
-}
+// Account is the manager itself (tenancy.Account).
+type Account = tenancy.Account
 
-// IsManager reports whether a acts with the manager's own rights.
-func (a Account) IsManager() bool { return a.Name == "" }
-
-// UserName is the account's user name, "system:serviceaccount:<ns>:<name>"
-// (as the apiserver's ServiceAccount authenticator names it).
-func (a Account) UserName() string {
-	return fmt.Sprintf("system:serviceaccount:%s:%s", a.Namespace, a.Name)
-}
-
-func (a Account) String() string {
-	if a.IsManager() {
-		return "the fieldops manager"
-	}
-	return fmt.Sprintf("ServiceAccount %s/%s", a.Namespace, a.Name)
-}
-
-// Resolve returns the account of a fieldops object in namespace (empty for
-// a cluster-scoped one) that names serviceAccountName (and, for a
-// cluster-scoped object, serviceAccountNamespace). A namespaced object's
-// account is always in its own namespace; without a name it gets
-// opts.DefaultServiceAccount, unless its namespace is one of
-// opts.ManagerRightsNamespaces (then, as with an empty
-// DefaultServiceAccount, the manager). A cluster-scoped object without a
-// name acts as the manager (ClusterFieldPatch is for cluster
-// administrators).
+// Resolve returns the account a fieldops object acts as
+// (tenancy.Resolve).
 func Resolve(opts Options, namespace, serviceAccountName, serviceAccountNamespace string) (Account, error) {
-	if namespace == "" {
-		if serviceAccountName == "" {
-			return Account{}, nil
-		}
-		if serviceAccountNamespace == "" {
-			return Account{}, fmt.Errorf("serviceAccountName %q needs serviceAccountNamespace on a cluster-scoped object", serviceAccountName)
-		}
-		return Account{Namespace: serviceAccountNamespace, Name: serviceAccountName}, nil
-	}
-	if serviceAccountNamespace != "" && serviceAccountNamespace != namespace {
-		return Account{}, fmt.Errorf("serviceAccountNamespace %q: a namespaced object acts as an account of its own namespace %q", serviceAccountNamespace, namespace)
-	}
-	if serviceAccountName == "" && !opts.ManagerRights(namespace) {
-		serviceAccountName = opts.DefaultServiceAccount
-	}
-	if serviceAccountName == "" {
-		return Account{}, nil
-	}
-	return Account{Namespace: namespace, Name: serviceAccountName}, nil
+	return tenancy.Resolve(opts, namespace, serviceAccountName, serviceAccountNamespace)
 }
 
 // Appliers builds and caches one Applier per account. It is safe for
