@@ -130,12 +130,12 @@ lint: $(GOLANGCI_LINT) $(ACTIONLINT) ## Lint the Go code (.golangci.yml) and the
 # external linker (kustomize imports the "plugin" package, which with cgo
 # makes the linker call gcc). GOGC=400 reaches the compiler, the test
 # binaries (managers included) and the control planes they start: a test
-# machine has memory to spare, not cores (a quarter less CPU for the whole
-# run on 2 cores). The heap tests measure live heap after runtime.GC(),
-# which GOGC does not change. The model fuzzer's package (10,000
-# sequences, CPU-bound, about 12 s on 2 idle cores) runs first, on its
-# own, then every other package, four at once: sharing the cores with the
-# control-plane suites, the same sequences took 38-48 s.
+# machine has memory to spare, not cores (fewer collections, less CPU).
+# The heap tests measure live heap after runtime.GC(), which GOGC does not
+# change. The model fuzzer's package (10,000 sequences, CPU-bound) runs
+# first, on its own, then every other package, four at once: sharing the
+# cores with the control-plane suites, the same sequences take several
+# times as long (times: docs/performance.md).
 TEST_GOGC ?= 400
 MODEL_PKG := ./ownershipcore/modelfuzz/
 test: control-plane $(PROMTOOL) ## Run every test (unit and against the local control plane).
@@ -163,10 +163,9 @@ fuzz: control-plane ## Run N random ownership sequences from SEED (test/invarian
 # ownership core's model alone, no apiserver. `make test` runs 10,000 of 8
 # steps; `make fuzz-model` runs N (default 100,000) of STEPS (default 12)
 # from SEED on every core and prints the shortest failing sequence, shrunk.
-# Measured: about 4.5 ms of CPU per sequence of 12 steps (220 sequences/s
-# per core, since managed fields are read and written by apimachinery's
-# and structured-merge-diff's own code), so 100,000 take about 4 minutes
-# on 2 idle cores; 10,000 of 8 steps take well under a minute.
+# Each sequence reads and writes managed fields with apimachinery's and
+# structured-merge-diff's own code, so it costs CPU like the apiserver's
+# writes do: docs/performance.md has the time per sequence.
 STEPS ?= 12
 
 .PHONY: fuzz-model
@@ -366,7 +365,7 @@ bundle-build: ## Build the OLM bundle image BUNDLE_IMG.
 ##@ Tools
 
 .PHONY: control-plane
-control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) $(KWOK) ## Build the local cluster from pinned modules (once; about 8 min on 2 cores).
+control-plane: $(addprefix $(KUBE_BIN)/,$(KUBE_COMMANDS)) $(ETCD) $(KWOK) ## Build the local cluster from pinned modules (once; time: docs/performance.md).
 
 # One `go build` for the three Kubernetes commands: their shared packages
 # compile once. Built into a temporary directory and renamed, so an
@@ -424,7 +423,7 @@ $(PROMTOOL):
 	mv $(LOCALBIN)/promtool $@
 
 .PHONY: promtool
-promtool: $(PROMTOOL) ## Build promtool (about 5 min on 2 cores the first time).
+promtool: $(PROMTOOL) ## Build promtool (the first time; time: docs/performance.md).
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize.

@@ -417,11 +417,12 @@ const MaxNotApplied = 20
 // across its targets.
 //
 // Size: the record of each target is its name, UID, field count and an
-// index into Ledgers, about 130 bytes in JSON; the records of previous
+// index into Ledgers, a few fixed-size fields; the records of previous
 // owners (Ledgers) are stored once per distinct record, and the targets of
 // one chart or one controller have the same previous owners of the same
-// fields, so they share one. 5,000 targets with a few distinct records
-// take about 0.65 MB, under etcd's default limit of 1.5 MiB per object.
+// fields, so they share one. The status so grows by one small record per
+// target, and thousands of targets with a few distinct records stay under
+// etcd's limit per object (docs/fieldpatch-selectors.md).
 // Neither holds a value of a target: field paths and field managers only
 // (deletionPolicy Restore keeps previous values in one Secret per target,
 // owned by the patch).

@@ -6,8 +6,8 @@ Licensed under the Apache License, Version 2.0.
 
 package podset
 
-// Reasons carried by the conditions and events. Each is documented in the
-// README's troubleshooting table.
+// Reasons carried by the conditions and events. Each is documented in
+// docs/troubleshooting.md (test/deploy checks it).
 const (
 	ReasonReady       = "Ready"
 	ReasonProgressing = "Progressing"

@@ -12,7 +12,7 @@ import (
 )
 
 // Reasons carried by the conditions, the inventory entries and the events.
-// Each is documented in the README's troubleshooting table.
+// Each is documented in docs/troubleshooting.md (test/deploy checks it).
 const (
 	ReasonApplied           = "Applied"
 	ReasonSuspended         = "Suspended"

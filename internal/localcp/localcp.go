@@ -129,7 +129,7 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	apiServer := &envtest.APIServer{Path: apiserver, CertDir: filepath.Join(cp.root, "apiserver")}
 	// One client at a time has nothing to share fairly: API Priority and
-	// Fairness off saves a tenth of the apiserver's start-up CPU (its
+	// Fairness off saves the apiserver's start-up work for it (its
 	// bootstrap configuration and controllers), which every suite pays.
 	apiServer.Configure().Set("enable-priority-and-fairness", "false")
 	cp.Env = &envtest.Environment{

@@ -46,8 +46,8 @@ func (r requestCounts) minus(before requestCounts) requestCounts {
 
 // scrape GETs a metrics endpoint without compression: the harness
 // scrapes every 250 ms while it waits for the requests to settle, and the
-// gzip writer of each compressed answer (about 1 MiB, pooled by promhttp
-// only until the next garbage collections) would be a cost of the
+// gzip writer of each compressed answer (a large buffer, pooled by
+// promhttp only until the next garbage collections) would be a cost of the
 // measurement, not of the manager, which Prometheus scrapes every 15 s
 // or more.
 func scrape(url string) (*http.Response, error) {

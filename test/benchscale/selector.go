@@ -511,7 +511,7 @@ func writes(r requestCounts) float64 {
 
 // printSelector writes the selector run beside Flux's ApplyAll and the
 // per-object run of the same invocation, the goals of the selector run
-// and the row for README's table.
+// and the row for docs/performance.md's table.
 func (r *result) printSelector(w io.Writer) {
 	s := r.selector
 	if s == nil {

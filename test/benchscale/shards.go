@@ -293,7 +293,7 @@ func scrapeObjects(url, kind string) (float64, error) {
 // printShards writes the manager side of the one-manager converge and,
 // with -shards, the sharded run beside it: totals, the ratios to the
 // one-manager run (same N, same apiserver), one line per shard, and the
-// rows for README's table.
+// rows for docs/performance.md's table.
 func (r *result) printShards(w io.Writer) {
 	n := r.o.n
 	fo := r.fieldops

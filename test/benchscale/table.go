@@ -50,7 +50,7 @@ func msPer(d time.Duration, n int) string {
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // print writes the side-by-side table, the hand-back line and the row of
-// issue 11's table (for README).
+// issue 11's table (for docs/performance.md).
 func (r *result) print(w io.Writer) {
 	n := r.o.n
 	fx, fo, h := r.flux, r.fieldops, r.handBack

@@ -16,11 +16,11 @@ Licensed under the Apache License, Version 2.0.
 // From ShareAt watched objects of one kind (in one version) in one
 // namespace (or of one cluster-scoped kind) on, they share one watch of
 // the namespace instead (see group): one request in all instead of one
-// per object, and no per-watch goroutines and buffers (1000
-// single-object watches cost about 100 KiB each). That watch holds every
-// object of the kind in the namespace, each as its JSON compressed (about
-// a seventh of its decoded size, see rawObject), so an object that joins
-// later is read without a request. Secrets are never shared: a namespace's Secrets stay
+// per object, and no per-watch goroutines and buffers, which cost more
+// than the object a single-object watch holds (docs/performance.md). That
+// watch holds every object of the kind in the namespace, each as its JSON
+// compressed (see rawObject), so an object that joins later is read
+// without a request. Secrets are never shared: a namespace's Secrets stay
 // out of the manager's memory whatever the number of patched ones (issue
 // 16).
 //
@@ -479,7 +479,8 @@ type entry struct {
 	target Target
 	scope  scope
 	// refs are the references on it, each once (guarded by cache.mu): a
-	// slice, since one or two is the rule (a map costs about 1 KiB).
+	// slice, since one or two is the rule, and for so few a slice is
+	// smaller than a map and as fast to search.
 	refs []Ref
 	// cancel stops the entry's own watch (nil when it has none).
 	cancel context.CancelFunc

@@ -37,11 +37,10 @@ import (
 // 2, the fastest level that uses a preset dictionary) with the preset
 // dictionary of dictionary.go: an object's JSON repeats its keys, its
 // managed fields repeat its field paths, and most of both are the same in
-// every object of a kind, which the dictionary holds once for all. A
-// Helm-made Deployment with two managers (3.0 KiB of JSON) takes about
-// 0.4 KiB so (1.1 KiB without the dictionary), for about 30 µs of CPU per
-// event and 20 µs per read, against the 0.1 ms or more a read spends
-// decoding the JSON into a map.
+// every object of a kind, which the dictionary holds once for all.
+// Compressing costs CPU on each event and inflating on each read, less
+// than a read then spends decoding the JSON into a map; the sizes and
+// times are in docs/performance.md.
 
 // rawObject is one object of a shared watch: its compressed JSON and its
 // metadata.

@@ -78,8 +78,9 @@ type Held struct {
 	raw []byte
 }
 
-// Object decodes a new copy of the object (the caller's to change): about
-// 0.1 ms for a Deployment of 3 KiB of JSON.
+// Object decodes a new copy of the object (the caller's to change): it
+// inflates and decodes the whole JSON on every call, so a caller that
+// needs only the name, UID or resourceVersion reads the fields of Held.
 func (h Held) Object() (*unstructured.Unstructured, error) {
 	u, err := decode(h.raw, h.gvk)
 	if err != nil {
