@@ -202,7 +202,7 @@ func (l *Ledger) Follow(owners ManagedFields, present *fieldpath.Set, manager st
 
 // Unshare drops fields from every entry's Shared and reports whether one
 // changed: call it with the fields manager is about to force from other
-// managers (ApplyOptions.BeforeForce), and save the ledger before that
+// managers (ApplyOptions.Recorded, RecordFirstError), and save the ledger before that
 // write. Follow takes a shared field that its owner no longer owns while
 // manager does for one the owner let go; after a forced write, that is
 // manager's own doing, and a ledger saved only after the write (a save a

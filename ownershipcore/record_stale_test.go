@@ -9,6 +9,7 @@ package ownershipcore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"sort"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // A patch's first apply decided on a copy of the target older than the
@@ -56,13 +58,16 @@ func TestTakeDecidedOnStaleCopyRecordsOwnerFromAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := a.Apply(ctx, d.Intent, ownershipcore.ApplyOptions{
-			FieldManager: manager, Live: live, UID: live.GetUID(), Conflicts: ownershipcore.Static(ownershipcore.DecisionForce),
-			BeforeForce: func(_ context.Context, _ *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
-				patchintent.RecordForced(d.Ledger, d.Owners, patchintent.ForcedFields(forced), manager)
-				return nil
-			},
-		})
+		opts := ownershipcore.ApplyOptions{FieldManager: manager, Live: live, UID: live.GetUID(), Conflicts: ownershipcore.Static(ownershipcore.DecisionForce), Recorded: fieldset.NewSet()}
+		res, err := a.Apply(ctx, d.Intent, opts)
+		var first *ownershipcore.RecordFirstError
+		if errors.As(err, &first) {
+			// The record first, then the apply as decided.
+			forced := patchintent.ForcedFields(first.Forced)
+			patchintent.RecordForced(d.Ledger, d.Owners, forced, manager)
+			opts.Recorded, opts.Planned, opts.Live = forced, first.Plan, first.Object
+			res, err = a.Apply(ctx, d.Intent, opts)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,9 @@ import (
 )
 
 // recordTakes records, before an apply forces fields from other
-// managers (ApplyOptions.BeforeForce), who owned them: the forced write
+// managers (the core answers such an apply with a RecordFirstError and
+// sends it only once the forced fields are in ApplyOptions.Recorded),
+// who owned them: the forced write
 // removes those owners from the target's managed fields, so the record
 // must reach the apiserver first, or a crash after the write would lose
 // who to hand the fields back to. A field recorded at an earlier take

@@ -29,6 +29,7 @@ import (
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // pass is the state the phases of one reconcile of one patch share, in
@@ -322,20 +323,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 		}
 		r.outcomes.Delete(key)
 	}
-	var err error
-	r.writeTarget(p, func() *unstructured.Unstructured {
-		p.res, err = p.applier.Apply(ctx, p.d.Intent, ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current,
-			BeforeForce: func(ctx context.Context, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
-				if err := r.savePreviousValues(ctx, p, live, forced); err != nil {
-					return err
-				}
-				return r.recordTakes(ctx, p, forced)
-			}})
-		if err == nil && p.res.Wrote() {
-			return p.res.Object // its watch event is our own write
-		}
-		return nil
-	})
+	err := r.applyRecorded(ctx, p, strategy)
 	var refused *ownershipcore.ConflictError
 	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
 	if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
@@ -343,6 +331,48 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 		r.outcomes.Store(key, seen)
 	}
 	return err
+}
+
+// applyAttempts bounds the records saved for one apply: each answers a
+// decision that forces fields not recorded yet (a first decision, then
+// conflicts only the apiserver could name, or a target that moved on).
+const applyAttempts = 3
+
+// applyRecorded applies the intent with strategy, the record first: the
+// core forces no field the record does not hold
+// (ApplyOptions.Recorded); when the apply would, it answers with the
+// apply as decided (*ownershipcore.RecordFirstError), whose forced
+// fields are recorded (savePreviousValues, recordTakes) before that
+// decision is sent as it is (ApplyOptions.Planned: the conflict strategy,
+// a plugin's too, is asked once, before any write).
+func (r *Reconciler) applyRecorded(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
+	opts := ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current, Recorded: fieldset.NewSet()}
+	for attempt := 1; ; attempt++ {
+		var err error
+		r.writeTarget(p, func() *unstructured.Unstructured {
+			p.res, err = p.applier.Apply(ctx, p.d.Intent, opts)
+			var first *ownershipcore.RecordFirstError
+			switch {
+			case err == nil && p.res.Wrote():
+				return p.res.Object // its watch event is our own write
+			case errors.As(err, &first) && first.Plan.Wrote():
+				return first.Object // the decision's own write
+			}
+			return nil
+		})
+		var first *ownershipcore.RecordFirstError
+		if !errors.As(err, &first) || attempt == applyAttempts {
+			return err
+		}
+		if err := r.savePreviousValues(ctx, p, first.Object, first.Forced); err != nil {
+			return err
+		}
+		if err := r.recordTakes(ctx, p, first.Forced); err != nil {
+			return err
+		}
+		opts.Recorded = opts.Recorded.Union(patchintent.ForcedFields(first.Forced))
+		opts.Planned, opts.Live = first.Plan, first.Object
+	}
 }
 
 // outcomeKey is where the outcome of obj's apply is kept: one per patch,

@@ -4,7 +4,7 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
-package tenant
+package tenancy
 
 import "testing"
 
