@@ -12,12 +12,12 @@
 --      backs off, an account that may not write yet, a rollout): Progressing.
 local hs = {}
 
-local function find(conditions, type)
+local function find(conditions, wanted)
   if conditions == nil then
     return nil
   end
   for _, c in ipairs(conditions) do
-    if c.type == type then
+    if c.type == wanted then
       return c
     end
   end
