@@ -5,8 +5,9 @@ Licensed under the Apache License, Version 2.0.
 */
 
 // Package conditions sets the kstatus conditions (Ready, Reconciling,
-// Stalled) every fieldops kind reports, so that kstatus-aware tools (Flux,
-// Argo CD, kubectl wait --for=condition=Ready) read them alike. See
+// Stalled) every fieldops kind reports, so that kstatus-aware tools (Flux's
+// health checks, kubectl wait --for=condition=Ready) read them alike, and
+// Argo CD through the health scripts of config/argocd. See
 // sigs.k8s.io/cli-utils/pkg/kstatus, "Conditions".
 package conditions
 
