@@ -66,64 +66,17 @@ type ApplyOptions struct {
 	// (an apply that meets an object after all updates it, as SSA does,
 	// and reports Created). Ignored when Live is set.
 	Absent bool
-	// Recorded, when not nil, gates force: the apply forces no field
-	// outside it. A forced request whose forced fields (Result.Forced)
-	// are not all in Recorded is not sent; Apply returns a
-	// *RecordFirstError with the apply as decided (the object it was
-	// decided on, the conflicts it would force, and the plan itself), for
-	// the caller to save its record of who owned those fields and then
-	// apply the plan (Planned) with them in Recorded. The forced write
-	// takes those fields from their owners: should it land and a record
-	// saved after it be lost (a crash), the record would read as the
-	// owners letting the fields go. Nil: force as the strategy decides.
-	// A dry run is never gated.
+	// Recorded, when not nil, gates force: a forced request whose forced
+	// fields are not all in it is not sent, and Apply returns a
+	// *RecordFirstError holding the apply as decided, for the caller to
+	// save its record of those fields' owners (a forced write takes them
+	// from their owners; a record saved after it could be lost) and then
+	// send that decision (Planned). Nil, or a dry run: not gated.
 	Recorded *fieldpath.Set
-	// Planned is the apply as decided by an earlier Apply (a
-	// *RecordFirstError's Plan) with the same intent and options: when
-	// the object is still at the version it was decided on, it is sent as
-	// decided (the conflict strategy is not asked again); otherwise Apply
-	// decides anew.
+	// Planned is an earlier Apply's decision (RecordFirstError.Plan) for
+	// the same intent and options: sent as decided (the strategy is not
+	// asked again) while the object is at the version it was decided on.
 	Planned *ApplyPlan
-}
-
-// ApplyPlan is one apply as decided, before its request: the intent to
-// send (without the fields the strategy yields), whether it forces, the
-// object it was decided on and the conflicts the strategy resolved. It
-// is a value: nothing in it is sent until it is passed back to Apply
-// (ApplyOptions.Planned).
-type ApplyPlan struct {
-	res      Result
-	d        decided
-	s        State
-	dropped  bool
-	resolved bool
-}
-
-// Object is the object the plan was decided on (nil: none).
-func (p *ApplyPlan) Object() *unstructured.Unstructured { return p.s.Object }
-
-// Forced are the conflicts the plan forces (fields taken from others).
-func (p *ApplyPlan) Forced() []Conflict { return p.res.Forced }
-
-// Wrote reports that deciding the plan wrote to the object already
-// (Apply's first step, which releases list items and maps the intent
-// drops that hold another manager's fields): Object is that write's
-// answer.
-func (p *ApplyPlan) Wrote() bool { return p.dropped }
-
-// RecordFirstError is Apply's answer when the apply would force fields
-// outside ApplyOptions.Recorded: nothing was sent. Object is the object
-// the apply was decided on (the values the forced fields hold until the
-// request), Forced the conflicts it would force, Plan the apply as
-// decided, to pass back as ApplyOptions.Planned once the record is saved.
-type RecordFirstError struct {
-	Object *unstructured.Unstructured
-	Forced []Conflict
-	Plan   *ApplyPlan
-}
-
-func (e *RecordFirstError) Error() string {
-	return fmt.Sprintf("the apply would force %d field(s) not recorded yet; save the record of their owners first", len(e.Forced))
 }
 
 // ErrTargetGone is returned (wrapped) by Apply with ApplyOptions.UID when
@@ -284,7 +237,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 	if live == nil {
 		return a.send(ctx, &res, intent, State{}, decided{intent: intent}, false, opts)
 	}
-	if pl := opts.Planned; pl != nil && pl.s.Object != nil && pl.s.Object.GetResourceVersion() == live.GetResourceVersion() && pl.s.Object.GetUID() == live.GetUID() {
+	if pl := opts.Planned; pl.fits(live) {
 		res = pl.res
 		return a.sendPlanned(ctx, &res, pl.d.intent, pl.s, pl.d, pl.dropped, pl.resolved, opts)
 	}
@@ -311,35 +264,6 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		return res, nil
 	}
 	return a.sendPlanned(ctx, &res, d.intent, s, d, dropped, false, opts)
-}
-
-// sendPlanned sends the apply decided on s (send), unless it would force
-// fields outside opts.Recorded (RecordFirstError). dropped says that
-// dropFirst wrote before the decision; resolved that the apiserver's own
-// conflicts were resolved already (send's second round).
-func (a *Applier) sendPlanned(ctx context.Context, res *Result, intent *unstructured.Unstructured, s State, d decided, dropped, resolved bool, opts ApplyOptions) (Result, error) {
-	if d.force && !recorded(res.Forced, opts) {
-		return *res, &RecordFirstError{Object: s.Object, Forced: res.Forced, Plan: &ApplyPlan{res: *res, d: d, s: s, dropped: dropped, resolved: resolved}}
-	}
-	out, err := a.send(ctx, res, intent, s, d, resolved, opts)
-	if err == nil && dropped && out.Action == ActionUnchanged {
-		out.Action = ActionConfigured // the drop wrote
-	}
-	return out, err
-}
-
-// recorded reports whether forcing the conflicts forced is allowed by
-// opts.Recorded (always for a dry run, or without a gate).
-func recorded(forced []Conflict, opts ApplyOptions) bool {
-	if opts.Recorded == nil || opts.DryRun {
-		return true
-	}
-	for _, c := range forced {
-		if !opts.Recorded.Has(c.Path) {
-			return false
-		}
-	}
-	return true
 }
 
 // dropFirst prepares s for the apply of intent (see Apply) and returns the
@@ -428,10 +352,7 @@ func (a *Applier) send(ctx context.Context, res *Result, intent *unstructured.Un
 	live, force, predicted := s.Object, d.force, d.predicted
 	for round := 0; ; round++ {
 		if round > 0 && force && !recorded(res.Forced, opts) {
-			// The apiserver named conflicts the local decision could not
-			// see, and the strategy forces them: the caller records them
-			// first, then sends this decision.
-			d := decided{intent: intent, force: force}
+			d := decided{intent: intent, force: force} // forced after the apiserver named them
 			return *res, &RecordFirstError{Object: live, Forced: res.Forced, Plan: &ApplyPlan{res: *res, d: d, s: s, resolved: true}}
 		}
 		out, applyOpts := applyRequest(intent, live, force, opts)

@@ -15,27 +15,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/internal/conflicts"
-	"github.com/fieldops/fieldops/internal/names"
-	"github.com/fieldops/fieldops/internal/patchintent"
-	"github.com/fieldops/fieldops/internal/patchtarget"
+	"github.com/fieldops/fieldops/internal/fieldplan"
 	"github.com/fieldops/fieldops/internal/tenancy"
-	"github.com/fieldops/fieldops/internal/workloadspec"
 	"github.com/fieldops/fieldops/ownershipcore"
-	"github.com/fieldops/fieldops/ownershipcore/fieldset"
-	"github.com/fieldops/fieldops/ownershipcore/redact"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -134,146 +123,6 @@ says on standard error which objects it skipped.`,
 	return cmd
 }
 
-// Plan is what one FieldPatch, ClusterFieldPatch or ManagedWorkload of
-// the file would do; -o json and -o yaml print a list of them.
-type Plan struct {
-	Kind         string `json:"kind"`
-	Namespace    string `json:"namespace,omitempty"`
-	Name         string `json:"name"`
-	FieldManager string `json:"fieldManager"`
-	// ActingAs is the account the plan acted as ("ServiceAccount
-	// ns/name"), as the controller acts as it; empty when the plan used
-	// the caller's own rights (the patch acts with the manager's, or the
-	// caller may not impersonate its account: a note then says so).
-	ActingAs string `json:"actingAs,omitempty"`
-	// Exists says the object exists: the plan is of a change.
-	Exists bool `json:"exists"`
-	// Action is what the apply would do: Created, Configured, Unchanged,
-	// or, when it would fail, Conflicted, Invalid, TargetNotFound, Failed.
-	Action  string `json:"action"`
-	Message string `json:"message,omitempty"`
-	// Reason is the reason the controller would stall with when it
-	// refuses the target (ForbiddenTarget, CrossNamespaceTarget,
-	// InvalidTarget, UnknownKind); Message then ends with its message.
-	Reason string `json:"reason,omitempty"`
-	// Patch is the plan of a FieldPatch or ClusterFieldPatch.
-	Patch *PatchPlan `json:"patch,omitempty"`
-	// Objects is the plan of a ManagedWorkload, in apply order.
-	Objects []ObjectPlan `json:"objects,omitempty"`
-}
-
-// PatchPlan is the plan of a FieldPatch or ClusterFieldPatch.
-type PatchPlan struct {
-	Target         ObjectRef   `json:"target"`
-	Type           string      `json:"type"`
-	ConflictPolicy string      `json:"conflictPolicy"`
-	DeletionPolicy string      `json:"deletionPolicy"`
-	Fields         []FieldPlan `json:"fields"`
-	// PreviousOwners is status.previousOwners as the controller would
-	// record it (fields as paths).
-	PreviousOwners []PlannedOwner `json:"previousOwners,omitempty"`
-	// ManagedFields is status.managedFields after the apply: the fields
-	// the patch's field manager would own.
-	ManagedFields []string `json:"managedFields,omitempty"`
-	// Notes are what the plan cannot know (ignorePlugins, a plugin's
-	// decisions).
-	Notes []string `json:"notes,omitempty"`
-	// Deletion is the plan of the patch's deletion (plan --delete).
-	Deletion []DeletionFieldPlan `json:"deletion,omitempty"`
-}
-
-// ObjectRef names an object.
-type ObjectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-func (r ObjectRef) String() string {
-	if r.Namespace == "" {
-		return r.Kind + " " + r.Name
-	}
-	return r.Kind + " " + r.Namespace + "/" + r.Name
-}
-
-// FieldPlan is one field of a patch's plan.
-type FieldPlan struct {
-	// Path in the ownership core's form (.spec.replicas).
-	Path string `json:"path"`
-	// Owners are the managers that own the field now, other than the
-	// patch ("hpa (Update)").
-	Owners []string `json:"owners,omitempty"`
-	// Plan: take, share, add, keep, yield, fail or give back.
-	Plan string `json:"plan"`
-	// Decision says what decided a conflict.
-	Decision string `json:"decision,omitempty"`
-	// OnDelete: what deletionPolicy would do with the field.
-	OnDelete string `json:"onDelete,omitempty"`
-}
-
-// PlannedOwner is one entry of status.previousOwners.
-type PlannedOwner struct {
-	Manager     string                            `json:"manager"`
-	Operation   metav1.ManagedFieldsOperationType `json:"operation"`
-	APIVersion  string                            `json:"apiVersion,omitempty"`
-	Subresource string                            `json:"subresource,omitempty"`
-	// Via is the field manager of the patch the owner's fields are taken
-	// from, when the owner comes from that patch's record.
-	Via   string   `json:"via,omitempty"`
-	Paths []string `json:"paths"`
-}
-
-// ObjectPlan is one object of a workload's plan.
-type ObjectPlan struct {
-	ObjectRef `json:",inline"`
-	Action    string `json:"action"`
-	Message   string `json:"message,omitempty"`
-	// Taken are the fields taken from other managers with force
-	// ("path from \"hpa\" (Update)").
-	Taken []string `json:"taken,omitempty"`
-	// Yielded are the conflicts left to their owners.
-	Yielded []string `json:"yielded,omitempty"`
-	// OwnedFields is how many fields the workload would own on it.
-	OwnedFields int `json:"ownedFields"`
-}
-
-// Plan actions besides ownershipcore's.
-const (
-	actionInvalid        = "Invalid"
-	actionTargetNotFound = "TargetNotFound"
-	actionFailed         = "Failed"
-	// actionForbidden: the account the patch acts as may not read or
-	// write its target (the controller's reason Forbidden).
-	actionForbidden = "Forbidden"
-)
-
-func (p *Plan) failed() bool {
-	switch p.Action {
-	case string(ownershipcore.ActionConflicted), actionInvalid, actionTargetNotFound, actionFailed, actionForbidden:
-		return true
-	}
-	return false
-}
-
-// planner holds the clients of one run.
-type planner struct {
-	c       client.Client
-	applier *ownershipcore.Applier
-	ns      string
-	// ownNamespace is the manager's namespace (--fieldops-namespace).
-	ownNamespace string
-	// plugins runs the plugins of --plugin-config; nil without it.
-	plugins *host.Host
-	// delete plans deletions (--delete).
-	delete bool
-	// cfg is the caller's rest config, which actingAs copies to
-	// impersonate a patch's account; tenancy are the manager's settings
-	// that say which account that is.
-	cfg     *rest.Config
-	tenancy tenancy.Options
-}
-
 func (o *planOptions) run(ctx context.Context) error {
 	if err := o.output.validate(); err != nil {
 		return err
@@ -291,20 +140,20 @@ func (o *planOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p.plugins, err = host.New(cfg, host.Options{}); err != nil {
+		if p.Plugins, err = host.New(cfg, host.Options{}); err != nil {
 			return err
 		}
-		defer p.plugins.Close()
+		defer p.Plugins.Close()
 	}
 	plans := make([]Plan, 0, len(docs))
 	failed := 0
 	for _, d := range docs {
-		ps, err := p.plan(ctx, d)
+		ps, err := p.Plan(ctx, d)
 		if err != nil {
 			return err
 		}
 		for _, plan := range ps {
-			if plan.failed() {
+			if plan.Failed() {
 				failed++
 			}
 			plans = append(plans, plan)
@@ -327,6 +176,19 @@ func (o *planOptions) run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// The plan's values (fieldplan): -o json and -o yaml print a list of
+// Plan.
+type (
+	Plan              = fieldplan.Plan
+	PatchPlan         = fieldplan.PatchPlan
+	FieldPlan         = fieldplan.FieldPlan
+	PlannedOwner      = fieldplan.PlannedOwner
+	ObjectPlan        = fieldplan.ObjectPlan
+	DeletionFieldPlan = fieldplan.DeletionFieldPlan
+)
+
+const actionForbidden = fieldplan.ActionForbidden
 
 // plannable are the kinds plan plans.
 var plannable = []string{"FieldPatch", "ClusterFieldPatch", "ManagedWorkload"}
@@ -388,7 +250,7 @@ func skippedName(u *unstructured.Unstructured) string {
 	return u.GetKind() + " " + name
 }
 
-func (o *planOptions) planner(ctx context.Context) (*planner, error) {
+func (o *planOptions) planner(ctx context.Context) (*fieldplan.Planner, error) {
 	c, err := newClient(o.flags)
 	if err != nil {
 		return nil, err
@@ -421,533 +283,7 @@ func (o *planOptions) planner(ctx context.Context) (*planner, error) {
 			fmt.Fprintln(o.streams.ErrOut, "Warning:", note)
 		}
 	}
-	return &planner{c: c, ns: ns, applier: applier, ownNamespace: own, delete: o.delete, cfg: cfg, tenancy: o.tenancy}, nil
-}
-
-// A selector patch (spec.targetSelector) gets one plan per matching
-// target (planSelector).
-func (p *planner) plan(ctx context.Context, u *unstructured.Unstructured) ([]Plan, error) {
-	one := func(plan Plan, err error) ([]Plan, error) {
-		if err != nil {
-			return nil, err
-		}
-		return []Plan{plan}, nil
-	}
-	var obj client.Object
-	switch u.GetKind() {
-	case "FieldPatch":
-		obj = &v1alpha1.FieldPatch{}
-	case "ClusterFieldPatch":
-		obj = &v1alpha1.ClusterFieldPatch{}
-	case "ManagedWorkload":
-		obj = &v1alpha1.ManagedWorkload{}
-	default:
-		return nil, fmt.Errorf("%s %s: plan knows FieldPatch, ClusterFieldPatch and ManagedWorkload", u.GetKind(), u.GetName())
-	}
-	if u.GetKind() != "ClusterFieldPatch" && u.GetNamespace() == "" {
-		u.SetNamespace(p.ns)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
-	}
-	if pt, ok := obj.(v1alpha1.Patcher); ok && pt.PatchSpec().TargetSelector != nil {
-		return p.planSelectorPatch(ctx, pt)
-	}
-	if p.delete {
-		switch o := obj.(type) {
-		case *v1alpha1.FieldPatch:
-			return p.planDeleteAny(ctx, o, &v1alpha1.FieldPatch{}, false)
-		case *v1alpha1.ClusterFieldPatch:
-			return p.planDeleteAny(ctx, o, &v1alpha1.ClusterFieldPatch{}, true)
-		}
-		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), errDeleteKinds)
-	}
-	switch o := obj.(type) {
-	case *v1alpha1.FieldPatch:
-		return one(p.planPatch(ctx, o, &v1alpha1.FieldPatch{}))
-	case *v1alpha1.ClusterFieldPatch:
-		return one(p.planPatch(ctx, o, &v1alpha1.ClusterFieldPatch{}))
-	default:
-		return one(p.planWorkload(ctx, obj.(*v1alpha1.ManagedWorkload)))
-	}
-}
-
-// admit reads the live copy of obj into existing (its status is the
-// record the controller continues) or, when there is none, dry-runs its
-// creation, so that the plan reports what admission (CRD validation, CEL
-// rules) would refuse. It returns whether obj exists.
-func (p *planner) admit(ctx context.Context, obj, existing client.Object) (bool, error) {
-	err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-	switch {
-	case err == nil:
-		return true, nil
-	case !apierrors.IsNotFound(err):
-		return false, err
-	}
-	return false, p.c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
-}
-
-// planPatch plans a FieldPatch or ClusterFieldPatch with the controller's
-// own decision (patchintent.Decide): target → intent and record of
-// previous owners → fields that leave the patch (Decision.GiveBack) →
-// apply with the patch's conflict strategy, dryRun=All → the record
-// (RecordForced, Decision.Applied).
-func (p *planner) planPatch(ctx context.Context, obj, existing v1alpha1.Patcher) (Plan, error) {
-	exists, err := p.admit(ctx, obj, existing)
-	st := &v1alpha1.FieldPatchStatus{}
-	if exists {
-		st = existing.PatchStatus()
-	}
-	return p.planPatchWith(ctx, obj, st, exists, err)
-}
-
-// planPatchWith is planPatch with the patch's admission done: whether it
-// exists (or the error of its admission) and the status whose record the
-// controller continues. The target is read and dry-run as the account
-// the patch acts as (actingAs), in the controller's order: strategy →
-// target → intent and record → give back → apply → record.
-func (p *planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v1alpha1.FieldPatchStatus, exists bool, admitErr error) (Plan, error) {
-	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
-	spec := obj.PatchSpec()
-	manager := names.FieldPatch(cluster, obj.GetNamespace(), obj.GetName())
-	plan := Plan{Kind: map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster], Namespace: obj.GetNamespace(), Name: obj.GetName(), FieldManager: manager}
-	pp := &PatchPlan{Type: string(patchintent.TypeOrApply(spec.Type)), DeletionPolicy: string(deletionPolicy(spec.DeletionPolicy))}
-	plan.Patch = pp
-	pp.Target = ObjectRef{APIVersion: spec.Target.APIVersion, Kind: spec.Target.Kind, Namespace: obj.TargetNamespace(), Name: spec.Target.Name}
-	if admitErr != nil {
-		return plan.invalid(admitErr), nil
-	}
-	plan.Exists = exists
-	strategy, policy, notes, err := p.patchStrategy(spec, func(err error) {
-		pp.Notes = append(pp.Notes, fmt.Sprintf("the plugin %q failed (%v): its fallback decided the conflicts, as in the controller, which reports it with the PluginFailure condition and a PluginFailed event", spec.ConflictPlugin, err))
-	})
-	if err != nil {
-		return plan.invalid(err), nil
-	}
-	pp.ConflictPolicy, pp.Notes = policy, notes
-	if len(spec.IgnorePlugins) > 0 {
-		pp.Notes = append(pp.Notes, fmt.Sprintf("ignorePlugins %s run in the manager, not here: the fields they name are planned as if they were not ignored", strings.Join(spec.IgnorePlugins, ", ")))
-	}
-	as, account, note, err := p.actingAs(ctx, obj)
-	if err != nil {
-		return plan.refused(&patchtarget.Error{Reason: "InvalidTarget", Err: err}), nil
-	}
-	plan.ActingAs = account
-	if note != "" {
-		pp.Notes = append(pp.Notes, note)
-	}
-	return as.planTarget(ctx, plan, obj, st, cluster, strategy)
-}
-
-// planTarget plans the apply of obj to its target (read as p's account)
-// with strategy, from the record in st.
-func (p *planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patcher, st *v1alpha1.FieldPatchStatus, cluster bool, strategy ownershipcore.ConflictStrategy) (Plan, error) {
-	spec, pp, manager := obj.PatchSpec(), plan.Patch, plan.FieldManager
-	// The controller's own rules (patchtarget): a target it refuses is
-	// refused here with the same reason and message.
-	ref, err := patchtarget.Resolve(p.c.RESTMapper(), obj, cluster, p.ownNamespace)
-	if err != nil {
-		return plan.refused(err), nil
-	}
-	pp.Target.Namespace = ref.GetNamespace()
-	live, err := p.applier.Get(ctx, ref)
-	switch {
-	case apierrors.IsForbidden(err):
-		return plan.forbidden(err), nil
-	case err != nil:
-		return Plan{}, err
-	case live == nil:
-		plan.Action, plan.Message = actionTargetNotFound, fmt.Sprintf("target %s not found; the controller patches it when it appears", pp.Target)
-		return plan, nil
-	}
-	if err := patchtarget.ManagedByFieldops(live); err != nil {
-		return plan.refused(err), nil
-	}
-	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
-	if err != nil {
-		return plan.invalid(fmt.Errorf("ignorePaths: %w", err)), nil
-	}
-	d, err := patchintent.Decide(p.applier, patchintent.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore})
-	if err != nil {
-		return plan.invalid(err), nil
-	}
-	ours := d.Owners.Applied(manager)
-	give, dropped := d.GiveBack()
-	d.GaveBack(dropped)
-	res, err := p.applier.Apply(ctx, d.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true})
-	plan, done := plan.applied(res, err)
-	if done {
-		return plan, nil
-	}
-	after, err := p.planRecord(ctx, &plan, d, live, res)
-	if err != nil || plan.Reason != "" {
-		return plan, err
-	}
-	return p.planFields(plan, spec, d, ours, after, give, res), nil
-}
-
-// applied sets the plan's action from the dry run's answer (res, err);
-// done when that ends the plan (an error other than a conflict).
-func (plan Plan) applied(res ownershipcore.Result, err error) (_ Plan, done bool) {
-	var conflictErr *ownershipcore.ConflictError
-	switch {
-	case errors.As(err, &conflictErr):
-		plan.Action = string(ownershipcore.ActionConflicted)
-		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", conflictErr.Error())
-	case apierrors.IsForbidden(err):
-		return plan.forbidden(err), true
-	case err != nil:
-		return plan.invalid(err), true
-	default:
-		plan.Action = string(res.Action)
-	}
-	return plan, false
-}
-
-// planRecord computes the record the controller would save: the fields
-// the apply forces (refused, as the controller refuses them, when their
-// owners' entries are in another version: patchintent.CheckForce, which
-// sets the plan's reason), with the records of the fieldops patches they
-// are taken from (patchintent.InheritedRecords), then the fields it takes
-// without force (Decision.Applied). It returns the target's managed
-// fields after the apply.
-func (p *planner) planRecord(ctx context.Context, plan *Plan, d *patchintent.Decision, live *unstructured.Unstructured, res ownershipcore.Result) (ownershipcore.ManagedFields, error) {
-	after, manager, uid := d.Owners, plan.FieldManager, string(live.GetUID())
-	if plan.Action != string(ownershipcore.ActionConflicted) && res.Object != nil {
-		var err error
-		if after, err = ownershipcore.Owners(res.Object); err != nil {
-			return nil, err
-		}
-		forced := patchintent.ForcedFields(res.Forced)
-		gvk := live.GroupVersionKind()
-		if err := patchintent.CheckForce(d.Owners, forced, manager, gvk.Kind, func(v ...string) bool { return p.applier.SameFieldPaths(ctx, gvk, v...) }); err != nil {
-			plan.Action, plan.Reason = string(ownershipcore.ActionConflicted), "Conflict"
-			plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", redact.Message(err))
-			return d.Owners, nil
-		}
-		chains, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, d.Owners, forced, manager, uid)
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range unread {
-			plan.Patch.Notes = append(plan.Patch.Notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown, and the controller, which cannot read them either, leaves those fields without an owner if %s leaves first", u.Patch, redact.Message(u.Err), strings.Join(patchintent.Leaves(u.Fields), ", "), u.Patch))
-		}
-		patchintent.RecordForced(d.Ledger, d.Owners, forced, manager, chains...)
-		d.Applied(after)
-	}
-	record := &v1alpha1.FieldPatchStatus{}
-	if err := patchintent.WriteLedger(record, d.Ledger, uid); err != nil {
-		return nil, err
-	}
-	for _, e := range record.PreviousOwners {
-		plan.Patch.PreviousOwners = append(plan.Patch.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
-	}
-	return after, nil
-}
-
-// planFields fills the plan's managed fields and its rows, one per field.
-func (p *planner) planFields(plan Plan, spec *v1alpha1.FieldPatchSpec, d *patchintent.Decision, ours *ownershipcore.Entry, after ownershipcore.ManagedFields, give ownershipcore.LetGo, res ownershipcore.Result) Plan {
-	pp, manager := plan.Patch, plan.FieldManager
-	oursAfter := fieldset.NewSet()
-	if e := after.Applied(manager); e != nil && plan.Action != string(ownershipcore.ActionConflicted) {
-		oursAfter = e.Fields
-		pp.ManagedFields = patchintent.Leaves(oursAfter)
-	}
-	pp.Fields = patchFields(fieldRows{
-		manager: manager, policy: deletionPolicy(spec.DeletionPolicy), rules: spec.ConflictRules, conflictPolicy: pp.ConflictPolicy,
-		intent: d.IntentSet, before: d.Owners, after: after, oursBefore: ours, oursAfter: oursAfter,
-		ledger: d.Ledger, dropped: give, res: res,
-	})
-	return plan
-}
-
-// invalid is the plan of a patch the controller would refuse: err says
-// why.
-func (plan Plan) invalid(err error) Plan {
-	plan.Action, plan.Message = actionInvalid, redact.Message(err)
-	return plan
-}
-
-// refused is the plan of a patch whose target the controller refuses
-// (a *patchtarget.Error: its reason), or invalid.
-func (plan Plan) refused(err error) Plan {
-	var te *patchtarget.Error
-	if !errors.As(err, &te) {
-		return plan.invalid(err)
-	}
-	plan.Action, plan.Reason = actionInvalid, te.Reason
-	plan.Message = fmt.Sprintf("the patch would stall (reason %s): %s", te.Reason, redact.Message(err))
-	return plan
-}
-
-// forbidden is the plan of a patch whose account may not read or write
-// its target: the controller waits with reason Forbidden (retried, RBAC
-// may change).
-func (plan Plan) forbidden(err error) Plan {
-	plan.Action, plan.Reason = actionForbidden, actionForbidden
-	if plan.ActingAs != "" {
-		err = fmt.Errorf("acting as %s: %w", plan.ActingAs, err)
-	}
-	plan.Message = fmt.Sprintf("the patch would wait (reason Forbidden): %s", redact.Message(err))
-	return plan
-}
-
-// patchStrategy is the conflict strategy of spec as the controller builds
-// it (conflicts.Policy under the yieldTo and forceOver rules). A plugin is
-// asked when --plugin-config names it (host.Strategy, with its fallback,
-// as the controller asks it, failed told of each failure); otherwise its
-// fallback stands in, and a note says so.
-func (p *planner) patchStrategy(spec *v1alpha1.FieldPatchSpec, failed func(error)) (ownershipcore.ConflictStrategy, string, []string, error) {
-	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		s, ok := conflicts.Policy(spec.ConflictPolicy)
-		if !ok {
-			return nil, "", nil, fmt.Errorf("conflictPolicy %q is not one of Force, Fail, Yield or Plugin", spec.ConflictPolicy)
-		}
-		policy := string(spec.ConflictPolicy)
-		if policy == "" {
-			policy = string(v1alpha1.ConflictPolicyForce)
-		}
-		return conflicts.Rules(spec.ConflictRules, s), policy, nil, nil
-	}
-	s, ok := conflicts.Fallback(spec.ConflictPluginFallback)
-	if !ok {
-		return nil, "", nil, fmt.Errorf("conflictPluginFallback %q is not one of Force, Fail or Yield", spec.ConflictPluginFallback)
-	}
-	fallback := string(spec.ConflictPluginFallback)
-	if fallback == "" {
-		fallback = string(v1alpha1.ConflictFallbackFail)
-	}
-	policy := fmt.Sprintf("Plugin %s (fallback %s)", spec.ConflictPlugin, fallback)
-	if p.plugins != nil {
-		// A plugin that fails leaves its conflicts to the fallback, as in
-		// the controller (which also reports it as PluginFailed).
-		plugin, err := p.plugins.Strategy(spec.ConflictPlugin, s, failed)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("conflictPlugin: %w", err)
-		}
-		note := fmt.Sprintf("conflictPolicy Plugin: the plugin %q of --plugin-config decided each conflict, as the controller would", spec.ConflictPlugin)
-		return conflicts.Rules(spec.ConflictRules, plugin), policy, []string{note}, nil
-	}
-	note := fmt.Sprintf("conflictPolicy Plugin: the plugin %q decides each conflict when the controller applies; shown is its fallback, %s (--plugin-config runs the plugin here)", spec.ConflictPlugin, fallback)
-	return conflicts.Rules(spec.ConflictRules, s), policy, []string{note}, nil
-}
-
-func deletionPolicy(p v1alpha1.DeletionPolicy) v1alpha1.DeletionPolicy {
-	if p == "" {
-		return v1alpha1.DeletionPolicyHandBack
-	}
-	return p
-}
-
-// fieldRows are the inputs of a patch's per-field plan.
-type fieldRows struct {
-	manager        string
-	policy         v1alpha1.DeletionPolicy
-	rules          v1alpha1.ConflictRules
-	conflictPolicy string
-	intent         *fieldset.Set
-	before, after  ownershipcore.ManagedFields
-	oursBefore     *ownershipcore.Entry
-	oursAfter      *fieldset.Set
-	ledger         *ownershipcore.Ledger
-	dropped        ownershipcore.LetGo
-	res            ownershipcore.Result
-}
-
-// patchFields is one row per leaf field the patch sets, owns after the
-// apply, conflicts on, or gives back.
-//
-//nolint:gocyclo // one case per kind of field change the plan prints (added, taken, handed back, removed, contested).
-func patchFields(in fieldRows) []FieldPlan {
-	conflictsAt := map[string]struct {
-		plan string
-		c    ownershipcore.Conflict
-	}{}
-	for plan, cs := range map[string][]ownershipcore.Conflict{"take": in.res.Forced, "yield": in.res.Yielded, "fail": in.res.Failed} {
-		for _, c := range cs {
-			conflictsAt[ownershipcore.FormatPath(c.Path)] = struct {
-				plan string
-				c    ownershipcore.Conflict
-			}{plan, c}
-		}
-	}
-	rules := conflicts.Of(in.rules)
-	paths := patchintent.Leaves(in.intent.Union(in.oursAfter))
-	for p := range conflictsAt {
-		if !slices.Contains(paths, p) {
-			paths = append(paths, p)
-		}
-	}
-	// Fields that left the patch: handed back to an owner, or released.
-	givenBack := map[string]string{}
-	for _, e := range in.dropped.Previous {
-		for _, p := range patchintent.Leaves(e.Fields) {
-			givenBack[p] = "give back to " + describeEntry(e.ManagerKey)
-		}
-	}
-	for _, p := range patchintent.Leaves(in.dropped.Release) {
-		givenBack[p] = "give back (leave without an owner)"
-	}
-	for p := range givenBack {
-		if !slices.Contains(paths, p) {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	has := func(s *fieldset.Set, p string) bool {
-		return s != nil && slices.Contains(ownershipcore.FormatSet(s), p)
-	}
-	ownersOf := func(mf ownershipcore.ManagedFields, p string) []string {
-		var out []string
-		for _, e := range mf {
-			if e.Manager != in.manager && has(e.Fields, p) {
-				out = append(out, describeEntry(e.ManagerKey))
-			}
-		}
-		return out
-	}
-	deletion := patchintent.DeletionLetGo(in.policy, in.ledger, in.after, in.oursAfter, in.manager)
-	var rows []FieldPlan
-	for _, p := range paths {
-		row := FieldPlan{Path: p, Owners: ownersOf(in.before, p)}
-		c, conflicted := conflictsAt[p]
-		switch {
-		case givenBack[p] != "":
-			row.Plan = givenBack[p]
-		case (in.policy == v1alpha1.DeletionPolicyOrphan && in.oursBefore != nil && has(in.oursBefore.Fields, p) && !has(in.intent, p)):
-			row.Plan = "give back (leave without an owner)"
-		case conflicted:
-			row.Plan = c.plan
-			row.Decision = "conflictPolicy " + in.conflictPolicy
-			if d, ok := rules.Decides(c.c.Manager, c.c.Operation); ok {
-				row.Decision = map[ownershipcore.Decision]string{ownershipcore.DecisionYield: "yieldTo", ownershipcore.DecisionForce: "forceOver"}[d] + " " + c.c.Manager
-			}
-		case in.oursBefore != nil && has(in.oursBefore.Fields, p):
-			row.Plan = "keep"
-		case len(row.Owners) > 0 && len(ownersOf(in.after, p)) > 0:
-			row.Plan = "share"
-		case len(row.Owners) > 0:
-			row.Plan = "take"
-		default:
-			row.Plan = "add"
-		}
-		if has(in.oursAfter, p) {
-			row.OnDelete = onDelete(in, deletion, p, has)
-			// A field another manager co-owns stays with it, whatever the
-			// patch lets go (SSA shared ownership).
-			if others := ownersOf(in.after, p); len(others) > 0 && !strings.HasPrefix(row.OnDelete, "hand back") {
-				row.OnDelete = "leave to " + strings.Join(others, ", ")
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
-// onDelete says what deletionPolicy does with a field the patch would
-// own, given the controller's own deletion (g: patchintent.DeletionLetGo
-// on the managed fields after the apply).
-func onDelete(in fieldRows, g ownershipcore.LetGo, p string, has func(*fieldset.Set, string) bool) string {
-	for _, e := range g.Previous {
-		if has(e.Fields, p) {
-			if in.policy == v1alpha1.DeletionPolicyRestore {
-				return "restore the previous value (unless written since) and hand back to " + describeEntry(e.ManagerKey)
-			}
-			return "hand back to " + describeEntry(e.ManagerKey)
-		}
-	}
-	if has(g.Release, p) {
-		return "leave without an owner"
-	}
-	return "remove"
-}
-
-// describeEntry prints a manager key as `hpa (Update)`.
-func describeEntry(k ownershipcore.ManagerKey) string {
-	s := k.Manager + " (" + string(k.Operation)
-	if k.Subresource != "" {
-		s += " /" + k.Subresource
-	}
-	return s + ")"
-}
-
-// planWorkload plans a ManagedWorkload as its controller applies it with
-// Server-Side Apply: spec.resources in apply order (workload.Resources),
-// each applied under the workload's field manager with its conflict
-// strategy and ignorePaths, dryRun=All.
-//
-//nolint:gocyclo // one case per object state of a ManagedWorkload's inventory.
-func (p *planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload) (Plan, error) {
-	manager := names.Workload(mw.Namespace, mw.Name)
-	plan := Plan{Kind: "ManagedWorkload", Namespace: mw.Namespace, Name: mw.Name, FieldManager: manager}
-	exists, err := p.admit(ctx, mw, &v1alpha1.ManagedWorkload{})
-	if err != nil {
-		plan.Action, plan.Message = actionInvalid, redact.Message(err)
-		return plan, nil
-	}
-	plan.Exists = exists
-	ignore, err := ownershipcore.ParsePathSet(mw.Spec.IgnorePaths)
-	if err != nil {
-		plan.Action, plan.Message = actionInvalid, fmt.Sprintf("ignorePaths: %v", err)
-		return plan, nil
-	}
-	strategy := conflicts.Workload(mw.Spec.ConflictPolicy, mw.Spec.ConflictRules)
-	counts := map[string]int{}
-	for _, r := range workloadspec.Resources(mw, p.c.RESTMapper()) {
-		op := ObjectPlan{}
-		if r.Intent != nil {
-			op.ObjectRef = ObjectRef{APIVersion: r.Intent.GetAPIVersion(), Kind: r.Intent.GetKind(), Namespace: r.Intent.GetNamespace(), Name: r.Intent.GetName()}
-		}
-		if r.Err != nil {
-			op.Action, op.Message = actionFailed, r.Err.Error()
-			plan.Objects = append(plan.Objects, op)
-			counts[op.Action]++
-			continue
-		}
-		res, err := p.applier.Apply(ctx, r.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, Ignore: ignore, DryRun: true})
-		var conflictErr *ownershipcore.ConflictError
-		switch {
-		case errors.As(err, &conflictErr):
-			op.Action, op.Message = string(ownershipcore.ActionConflicted), fmt.Sprintf("%v (conflictPolicy Fail)", conflictErr)
-		case err != nil:
-			op.Action, op.Message = actionFailed, redact.Message(err)
-		default:
-			op.Action = string(res.Action)
-		}
-		for _, c := range res.Forced {
-			op.Taken = append(op.Taken, fmt.Sprintf("%s from %s", ownershipcore.FormatPath(c.Path), describeEntry(ownershipcore.ManagerKey{Manager: c.Manager, Operation: c.Operation})))
-		}
-		for _, c := range res.Yielded {
-			op.Yielded = append(op.Yielded, fmt.Sprintf("%s to %s", ownershipcore.FormatPath(c.Path), describeEntry(ownershipcore.ManagerKey{Manager: c.Manager, Operation: c.Operation})))
-		}
-		if err == nil && res.Object != nil {
-			if after, err := ownershipcore.Owners(res.Object); err == nil {
-				if ours := after.Applied(manager); ours != nil {
-					op.OwnedFields = len(ownershipcore.FormatSet(ours.Fields))
-				}
-			}
-		}
-		counts[op.Action]++
-		plan.Objects = append(plan.Objects, op)
-	}
-	switch {
-	case counts[string(ownershipcore.ActionConflicted)] > 0:
-		plan.Action = string(ownershipcore.ActionConflicted)
-	case counts[actionFailed] > 0:
-		plan.Action = actionFailed
-	case counts[string(ownershipcore.ActionCreated)]+counts[string(ownershipcore.ActionConfigured)] > 0:
-		plan.Action = string(ownershipcore.ActionConfigured)
-	default:
-		plan.Action = string(ownershipcore.ActionUnchanged)
-	}
-	var parts []string
-	for _, a := range []string{string(ownershipcore.ActionCreated), string(ownershipcore.ActionConfigured), string(ownershipcore.ActionUnchanged), string(ownershipcore.ActionConflicted), actionFailed} {
-		if counts[a] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[a], strings.ToLower(a)))
-		}
-	}
-	plan.Message = strings.Join(parts, ", ")
-	return plan, nil
+	return &fieldplan.Planner{Client: c, Config: cfg, Namespace: ns, Applier: applier, OwnNamespace: own, Delete: o.delete, Tenancy: o.tenancy}, nil
 }
 
 // writePlans prints each plan: a header, then a table of fields (a patch)
@@ -967,7 +303,7 @@ func writePlans(w io.Writer, plans []Plan) error {
 		}
 		verb := "create"
 		switch {
-		case p.Action == actionDelete || p.Patch != nil && p.Patch.Deletion != nil:
+		case p.Action == fieldplan.ActionDelete || p.Patch != nil && p.Patch.Deletion != nil:
 			verb = "delete"
 		case p.Exists:
 			verb = "change"

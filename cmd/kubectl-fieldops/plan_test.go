@@ -29,6 +29,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/fieldplan"
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -835,7 +836,7 @@ spec:
 			var owners []string
 			for _, e := range mf {
 				if slices.Contains(ownershipcore.FormatSet(e.Fields), row.Path) {
-					owners = append(owners, describeEntry(e.ManagerKey))
+					owners = append(owners, fieldplan.DescribeEntry(e.ManagerKey))
 				}
 			}
 			if !slices.Equal(owners, row.OwnersAfter) {

@@ -4,7 +4,7 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
-package main
+package fieldplan
 
 import (
 	"context"
@@ -31,9 +31,9 @@ import (
 // says so plainly. The account is "" when the plan acts with the user's
 // rights. An account obj may not name is an error (the controller
 // stalls with reason InvalidTarget).
-func (p *planner) actingAs(ctx context.Context, obj v1alpha1.Patcher) (_ *planner, account, note string, _ error) {
+func (p *Planner) actingAs(ctx context.Context, obj v1alpha1.Patcher) (_ *Planner, account, note string, _ error) {
 	spec := obj.PatchSpec()
-	acct, err := tenancy.Resolve(p.tenancy, obj.GetNamespace(), spec.ServiceAccountName, spec.ServiceAccountNamespace)
+	acct, err := tenancy.Resolve(p.Tenancy, obj.GetNamespace(), spec.ServiceAccountName, spec.ServiceAccountNamespace)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -43,23 +43,23 @@ func (p *planner) actingAs(ctx context.Context, obj v1alpha1.Patcher) (_ *planne
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: acct.Namespace, Verb: "impersonate", Resource: "serviceaccounts", Name: acct.Name},
 	}}
-	if err := p.c.Create(ctx, review); err != nil {
+	if err := p.Client.Create(ctx, review); err != nil {
 		return nil, "", "", fmt.Errorf("may I impersonate %s: %w", acct, err)
 	}
 	if !review.Status.Allowed {
 		return p, "", fmt.Sprintf("planned with your own rights: the controller acts as %s, which you may not impersonate (the verb impersonate on serviceaccounts, which admin and edit grant in their namespace); where that account's rights are narrower than yours, the controller's answer may differ (reason Forbidden)", acct), nil
 	}
-	cfg := rest.CopyConfig(p.cfg)
+	cfg := rest.CopyConfig(p.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: acct.UserName()}
-	c, err := client.New(cfg, client.Options{Scheme: p.c.Scheme(), Mapper: p.c.RESTMapper()})
+	c, err := client.New(cfg, client.Options{Scheme: p.Client.Scheme(), Mapper: p.Client.RESTMapper()})
 	if err != nil {
 		return nil, "", "", fmt.Errorf("client for %s: %w", acct, err)
 	}
-	a, err := ownershipcore.NewApplier(c, c, c, p.applier.Schema)
+	a, err := ownershipcore.NewApplier(c, c, c, p.Applier.Schema)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("applier for %s: %w", acct, err)
 	}
 	as := *p
-	as.applier = a
+	as.Applier = a
 	return &as, acct.String(), "", nil
 }

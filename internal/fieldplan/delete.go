@@ -4,7 +4,7 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
-package main
+package fieldplan
 
 import (
 	"context"
@@ -46,8 +46,8 @@ type DeletionFieldPlan struct {
 	ValueAfter string `json:"valueAfter"`
 }
 
-// actionDelete is a deletion plan's action.
-const actionDelete = "Delete"
+// ActionDelete is a deletion plan's action.
+const ActionDelete = "Delete"
 
 // planDelete plans the deletion of the patch obj names as it is on the
 // cluster: what its deletionPolicy would do now, field by field, with the
@@ -56,11 +56,11 @@ const actionDelete = "Delete"
 // Restore's previous values are read from the patch's Secret with the
 // user's rights; a user who may not read it sees the restore as
 // unknown.
-func (p *planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher, cluster bool) (Plan, error) {
-	plan := Plan{Kind: map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster], Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: actionDelete}
-	if err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+func (p *Planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher, cluster bool) (Plan, error) {
+	plan := Plan{Kind: map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster], Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: ActionDelete}
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		if apierrors.IsNotFound(err) {
-			plan.Action, plan.Message = actionTargetNotFound, "the patch is not on the cluster: deleting it does nothing"
+			plan.Action, plan.Message = ActionTargetNotFound, "the patch is not on the cluster: deleting it does nothing"
 			return plan, nil
 		}
 		return Plan{}, err
@@ -85,7 +85,7 @@ func (p *planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher
 	}
 	rows, notes, err := p.deletionRows(ctx, existing, cluster, live, manager)
 	if err != nil {
-		plan.Action, plan.Message = actionFailed, redact.Message(err)
+		plan.Action, plan.Message = ActionFailed, redact.Message(err)
 		return plan, nil
 	}
 	pp.Deletion, pp.Notes = rows, notes
@@ -96,12 +96,12 @@ func (p *planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher
 }
 
 // deletionTarget reads the patch's target as the controller resolves it.
-func (p *planner) deletionTarget(ctx context.Context, obj v1alpha1.Patcher, cluster bool) (*unstructured.Unstructured, error) {
-	ref, err := patchtarget.Resolve(p.c.RESTMapper(), obj, cluster, p.ownNamespace)
+func (p *Planner) deletionTarget(ctx context.Context, obj v1alpha1.Patcher, cluster bool) (*unstructured.Unstructured, error) {
+	ref, err := patchtarget.Resolve(p.Client.RESTMapper(), obj, cluster, p.OwnNamespace)
 	if err != nil {
 		return nil, err
 	}
-	live, err := p.applier.Get(ctx, ref)
+	live, err := p.Applier.Get(ctx, ref)
 	if err != nil || live == nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (p *planner) deletionTarget(ctx context.Context, obj v1alpha1.Patcher, clus
 
 // deletionRows computes the deletion over the model and describes each
 // field the patch owns, or has a previous value of.
-func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string) ([]DeletionFieldPlan, []string, error) {
+func (p *Planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string) ([]DeletionFieldPlan, []string, error) {
 	owners, err := ownershipcore.Owners(live)
 	if err != nil {
 		return nil, nil, err
@@ -122,7 +122,7 @@ func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 	if ours == nil {
 		return nil, nil, nil
 	}
-	present, err := p.applier.FieldSet(live)
+	present, err := p.Applier.FieldSet(live)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,7 +141,7 @@ func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 			notes = append(notes, note)
 		}
 	}
-	m := p.applier.Model()
+	m := p.Applier.Model()
 	s, err := ownershipcore.NewState(live, true)
 	if err != nil {
 		return nil, nil, err
@@ -171,16 +171,16 @@ func (p *planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 
 // previousValues reads a Restore patch's previous values with the user's
 // rights; note says what the plan cannot know.
-func (p *planner) previousValues(ctx context.Context, obj v1alpha1.Patcher, cluster bool, uid string) (*unstructured.Unstructured, string) {
+func (p *Planner) previousValues(ctx context.Context, obj v1alpha1.Patcher, cluster bool, uid string) (*unstructured.Unstructured, string) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: patchintent.PreviousValuesName(obj.GetUID())}
 	if obj.PatchSpec().TargetSelector != nil {
 		key.Name = patchintent.PreviousValuesTargetName(obj.GetUID(), types.UID(uid))
 	}
 	if cluster {
-		key.Namespace = p.ownNamespace
+		key.Namespace = p.OwnNamespace
 	}
 	secret := &corev1.Secret{}
-	switch err := p.c.Get(ctx, key, secret); {
+	switch err := p.Client.Get(ctx, key, secret); {
 	case apierrors.IsNotFound(err):
 		return nil, "no previous values are kept (the patch forced no field): fields go back as under HandBack"
 	case err != nil:
@@ -248,7 +248,7 @@ func ownersOf(mf ownershipcore.ManagedFields, path string) []string {
 	var out []string
 	for _, e := range mf {
 		if inSet(e.Fields, path) {
-			out = append(out, describeEntry(e.ManagerKey))
+			out = append(out, DescribeEntry(e.ManagerKey))
 		}
 	}
 	return out
@@ -275,31 +275,5 @@ func valueAfter(obj *unstructured.Unstructured, path string, secret bool) string
 	return string(raw)
 }
 
-// errDeleteKinds refuses what plan --delete does not plan.
-var errDeleteKinds = errors.New("plan --delete knows FieldPatch and ClusterFieldPatch")
-
-// namedPatches are the patches TYPE/NAME arguments name (fieldpatch,
-// fieldpatches or fp; clusterfieldpatch, clusterfieldpatches or cfp), as
-// objects plan reads from the cluster.
-func namedPatches(args []string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, a := range args {
-		typ, name, ok := strings.Cut(a, "/")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%q: name a patch as fieldpatch/NAME or clusterfieldpatch/NAME", a)
-		}
-		kind := ""
-		switch strings.ToLower(typ) {
-		case "fieldpatch", "fieldpatches", "fp", "fieldpatch.fieldops.dev", "fieldpatches.fieldops.dev":
-			kind = "FieldPatch"
-		case "clusterfieldpatch", "clusterfieldpatches", "cfp", "clusterfieldpatch.fieldops.dev", "clusterfieldpatches.fieldops.dev":
-			kind = "ClusterFieldPatch"
-		default:
-			return nil, fmt.Errorf("%q: %w", a, errDeleteKinds)
-		}
-		u := namedObject(v1alpha1.GroupVersion.String(), kind, "", name)
-		u.Object["spec"] = map[string]interface{}{}
-		out = append(out, u)
-	}
-	return out, nil
-}
+// ErrDeleteKinds refuses what plan --delete does not plan.
+var ErrDeleteKinds = errors.New("plan --delete knows FieldPatch and ClusterFieldPatch")

@@ -4,7 +4,7 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
-package main
+package fieldplan
 
 import (
 	"context"
@@ -27,13 +27,13 @@ import (
 
 // planSelectorPatch plans obj, a patch with spec.targetSelector
 // (planSelector); plan --delete refuses it.
-func (p *planner) planSelectorPatch(ctx context.Context, obj v1alpha1.Patcher) ([]Plan, error) {
+func (p *Planner) planSelectorPatch(ctx context.Context, obj v1alpha1.Patcher) ([]Plan, error) {
 	kind := "FieldPatch"
 	existing := v1alpha1.Patcher(&v1alpha1.FieldPatch{})
 	if _, cluster := obj.(*v1alpha1.ClusterFieldPatch); cluster {
 		kind, existing = "ClusterFieldPatch", &v1alpha1.ClusterFieldPatch{}
 	}
-	if p.delete {
+	if p.Delete {
 		return p.planDeleteSelector(ctx, obj, existing, kind)
 	}
 	return p.planSelector(ctx, obj, existing)
@@ -42,9 +42,9 @@ func (p *planner) planSelectorPatch(ctx context.Context, obj v1alpha1.Patcher) (
 // planDeleteAny plans the deletion of obj as it is on the cluster: of
 // each of its targets for a selector patch (planDeleteSelector), else of
 // its one target (planDelete).
-func (p *planner) planDeleteAny(ctx context.Context, obj, existing v1alpha1.Patcher, cluster bool) ([]Plan, error) {
+func (p *Planner) planDeleteAny(ctx context.Context, obj, existing v1alpha1.Patcher, cluster bool) ([]Plan, error) {
 	onCluster := existing.DeepCopyObject().(v1alpha1.Patcher)
-	if err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), onCluster); err == nil && onCluster.PatchSpec().TargetSelector != nil {
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(obj), onCluster); err == nil && onCluster.PatchSpec().TargetSelector != nil {
 		return p.planDeleteSelector(ctx, obj, existing, map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster])
 	}
 	plan, err := p.planDelete(ctx, obj, existing, cluster)
@@ -58,12 +58,12 @@ func (p *planner) planDeleteAny(ctx context.Context, obj, existing v1alpha1.Patc
 // target in its status.targets.records, each as the controller gives that
 // target back (planDelete's rows, with the target's record, and its
 // Secret of previous values under Restore).
-func (p *planner) planDeleteSelector(ctx context.Context, obj, existing v1alpha1.Patcher, kind string) ([]Plan, error) {
+func (p *Planner) planDeleteSelector(ctx context.Context, obj, existing v1alpha1.Patcher, kind string) ([]Plan, error) {
 	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
-	head := Plan{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: actionDelete}
-	if err := p.c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+	head := Plan{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: ActionDelete}
+	if err := p.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		if apierrors.IsNotFound(err) {
-			head.Action, head.Message = actionTargetNotFound, "the patch is not on the cluster: deleting it does nothing"
+			head.Action, head.Message = ActionTargetNotFound, "the patch is not on the cluster: deleting it does nothing"
 			return []Plan{head}, nil
 		}
 		return nil, err
@@ -101,7 +101,7 @@ func (p *planner) planDeleteSelector(ctx context.Context, obj, existing v1alpha1
 		rows, notes, err := p.deletionRows(ctx, one, cluster, live, manager)
 		switch {
 		case err != nil:
-			plan.Action, plan.Message = actionFailed, redact.Message(err)
+			plan.Action, plan.Message = ActionFailed, redact.Message(err)
 		case len(rows) == 0:
 			plan.Action, plan.Message = "Unchanged", "the patch owns no field of the target: deleting it changes nothing there"
 		}
@@ -117,14 +117,14 @@ func (p *planner) planDeleteSelector(ctx context.Context, obj, existing v1alpha1
 // patch whose target names it, continuing the target's record in
 // status.targets (planPatchWith). With no match, one TargetNotFound plan
 // says so; the controller patches the objects that appear.
-func (p *planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patcher) ([]Plan, error) {
+func (p *Planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patcher) ([]Plan, error) {
 	_, cluster := obj.(*v1alpha1.ClusterFieldPatch)
 	kind := map[bool]string{false: "FieldPatch", true: "ClusterFieldPatch"}[cluster]
 	manager := names.FieldPatch(cluster, obj.GetNamespace(), obj.GetName())
 	head := Plan{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), FieldManager: manager}
 	exists, err := p.admit(ctx, obj, existing)
 	if err != nil {
-		head.Action, head.Message = actionInvalid, redact.Message(err)
+		head.Action, head.Message = ActionInvalid, redact.Message(err)
 		return []Plan{head}, nil
 	}
 	head.Exists = exists
@@ -134,12 +134,12 @@ func (p *planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patch
 	}
 	targets, err := p.selectorTargets(ctx, obj, cluster)
 	if err != nil {
-		head.Action, head.Message = actionInvalid, fmt.Sprintf("list the targets: %s", redact.Message(err))
+		head.Action, head.Message = ActionInvalid, fmt.Sprintf("list the targets: %s", redact.Message(err))
 		return []Plan{head}, nil
 	}
 	if len(targets) == 0 {
 		sel := obj.PatchSpec().TargetSelector
-		head.Action, head.Message = actionTargetNotFound, fmt.Sprintf("no %s matches targetSelector; the controller patches the ones that appear", sel.Kind)
+		head.Action, head.Message = ActionTargetNotFound, fmt.Sprintf("no %s matches targetSelector; the controller patches the ones that appear", sel.Kind)
 		return []Plan{head}, nil
 	}
 	var plans []Plan
@@ -170,13 +170,13 @@ func perTarget(obj v1alpha1.Patcher, t *unstructured.Unstructured) v1alpha1.Patc
 }
 
 // selectedNamespaces are the namespaces a namespaceSelector matches.
-func (p *planner) selectedNamespaces(ctx context.Context, selector *metav1.LabelSelector) (map[string]bool, error) {
+func (p *Planner) selectedNamespaces(ctx context.Context, selector *metav1.LabelSelector) (map[string]bool, error) {
 	nsSel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
 		return nil, fmt.Errorf("targetSelector.namespaceSelector: %w", err)
 	}
 	nss := &corev1.NamespaceList{}
-	if err := p.c.List(ctx, nss, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
+	if err := p.Client.List(ctx, nss, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
@@ -190,7 +190,7 @@ func (p *planner) selectedNamespaces(ctx context.Context, selector *metav1.Label
 // by namespace and name: of its own namespace for a FieldPatch; for a
 // ClusterFieldPatch of a namespaced kind, of the namespaces its
 // namespaceSelector matches.
-func (p *planner) selectorTargets(ctx context.Context, obj v1alpha1.Patcher, cluster bool) ([]*unstructured.Unstructured, error) {
+func (p *Planner) selectorTargets(ctx context.Context, obj v1alpha1.Patcher, cluster bool) ([]*unstructured.Unstructured, error) {
 	sel := obj.PatchSpec().TargetSelector
 	gv, err := schema.ParseGroupVersion(sel.APIVersion)
 	if err != nil {
@@ -206,7 +206,7 @@ func (p *planner) selectorTargets(ctx context.Context, obj v1alpha1.Patcher, clu
 	if !cluster {
 		opts = append(opts, client.InNamespace(obj.GetNamespace()))
 	}
-	if err := p.c.List(ctx, list, opts...); err != nil {
+	if err := p.Client.List(ctx, list, opts...); err != nil {
 		return nil, err
 	}
 	var inNamespaces map[string]bool

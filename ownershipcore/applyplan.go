@@ -1,0 +1,89 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package ownershipcore
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ApplyPlan is one apply as decided, before its request: the intent to
+// send (without the fields the strategy yields), whether it forces, the
+// object it was decided on and the conflicts the strategy resolved. It
+// is a value: nothing in it is sent until it is passed back to Apply
+// (ApplyOptions.Planned).
+type ApplyPlan struct {
+	res      Result
+	d        decided
+	s        State
+	dropped  bool
+	resolved bool
+}
+
+// Object is the object the plan was decided on (nil: none).
+func (p *ApplyPlan) Object() *unstructured.Unstructured { return p.s.Object }
+
+// Forced are the conflicts the plan forces (fields taken from others).
+func (p *ApplyPlan) Forced() []Conflict { return p.res.Forced }
+
+// Wrote reports that deciding the plan wrote to the object already
+// (Apply's first step, which releases list items and maps the intent
+// drops that hold another manager's fields): Object is that write's
+// answer.
+func (p *ApplyPlan) Wrote() bool { return p.dropped }
+
+// RecordFirstError is Apply's answer when the apply would force fields
+// outside ApplyOptions.Recorded: nothing was sent. Object is the object
+// the apply was decided on (the values the forced fields hold until the
+// request), Forced the conflicts it would force, Plan the apply as
+// decided, to pass back as ApplyOptions.Planned once the record is saved.
+type RecordFirstError struct {
+	Object *unstructured.Unstructured
+	Forced []Conflict
+	Plan   *ApplyPlan
+}
+
+func (e *RecordFirstError) Error() string {
+	return fmt.Sprintf("the apply would force %d field(s) not recorded yet; save the record of their owners first", len(e.Forced))
+}
+
+// recorded reports whether forcing the conflicts forced is allowed by
+// opts.Recorded (always for a dry run, or without a gate).
+func recorded(forced []Conflict, opts ApplyOptions) bool {
+	if opts.Recorded == nil || opts.DryRun {
+		return true
+	}
+	for _, c := range forced {
+		if !opts.Recorded.Has(c.Path) {
+			return false
+		}
+	}
+	return true
+}
+
+// fits reports whether the plan was decided on live as it is (same UID
+// and resourceVersion); false for a nil plan.
+func (p *ApplyPlan) fits(live *unstructured.Unstructured) bool {
+	return p != nil && p.s.Object != nil && p.s.Object.GetResourceVersion() == live.GetResourceVersion() && p.s.Object.GetUID() == live.GetUID()
+}
+
+// sendPlanned sends the apply decided on s (send), unless it would force
+// fields outside opts.Recorded (RecordFirstError). dropped says that
+// dropFirst wrote before the decision; resolved that the apiserver's own
+// conflicts were resolved already (send's second round).
+func (a *Applier) sendPlanned(ctx context.Context, res *Result, intent *unstructured.Unstructured, s State, d decided, dropped, resolved bool, opts ApplyOptions) (Result, error) {
+	if d.force && !recorded(res.Forced, opts) {
+		return *res, &RecordFirstError{Object: s.Object, Forced: res.Forced, Plan: &ApplyPlan{res: *res, d: d, s: s, dropped: dropped, resolved: resolved}}
+	}
+	out, err := a.send(ctx, res, intent, s, d, resolved, opts)
+	if err == nil && dropped && out.Action == ActionUnchanged {
+		out.Action = ActionConfigured // the drop wrote
+	}
+	return out, err
+}
