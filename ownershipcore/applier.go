@@ -54,6 +54,9 @@ type ApplyOptions struct {
 	// object as it would be, without storing it. Result.Action is then
 	// Created, Configured or Unchanged as the real apply would have been.
 	DryRun bool
+	// ModelOnly answers a dry run with the model's prediction from Live
+	// (one the caller predicted, which the apiserver does not hold).
+	ModelOnly bool
 	// Live is the object as the caller read it in the same decision (a
 	// reconcile's own read of the target), used instead of reading it
 	// again: the decision and the apply then see one version, and a
@@ -108,6 +111,9 @@ type Result struct {
 	Failed []Conflict
 	// Messages are the strategy's messages, one per resolved conflict.
 	Messages []string
+	// Predicted: a dry run answered by the model alone (ModelOnly, or a
+	// write before the apply that a dry run cannot stage).
+	Predicted bool
 	// Removed are the fields a relinquish (LetGo) removed with their
 	// values: those manager owned alone. Nil for an apply.
 	Removed *fieldpath.Set
@@ -244,6 +250,9 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
 	if err != nil {
 		return res, err
+	}
+	if next, ok, err := a.dropPredicted(s, intent, opts); ok || err != nil {
+		return a.predictDryRun(ctx, &res, next, intent, opts, err)
 	}
 	dropped := false
 	if !opts.DryRun {

@@ -87,3 +87,47 @@ func (a *Applier) sendPlanned(ctx context.Context, res *Result, intent *unstruct
 	}
 	return out, err
 }
+
+// dropPredicted is, for a dry run, the state dropFirst would write before
+// the apply (ok: it would write, or opts.ModelOnly), computed by the model
+// alone: a dry run writes nothing, so the apiserver's dry run of the
+// apply would start from the object without that write, and answer what
+// the real apply never meets (a map left null that a custom resource's
+// schema refuses, kubernetes/kubernetes issue 103011; list items of
+// another manager removed). Not a dry run: s, false.
+func (a *Applier) dropPredicted(s State, intent *unstructured.Unstructured, opts ApplyOptions) (State, bool, error) {
+	if !opts.DryRun {
+		return s, false, nil
+	}
+	m := a.Model()
+	next, op, err := m.BeforeApply(s, intent, opts.FieldManager)
+	if err != nil || Diff(s, next) == "" {
+		return s, opts.ModelOnly, ignoreUnpredictable(err)
+	}
+	if err := m.Check(s, next, op); err != nil {
+		return s, false, err
+	}
+	return next, true, nil
+}
+
+// predictDryRun answers a dry run whose apply follows a write of
+// dropFirst with the model's prediction from the state after that write
+// (s; err: dropPredicted's), not with a request: Result.Predicted says
+// so, and the apiserver's admission of the apply is not asked.
+func (a *Applier) predictDryRun(ctx context.Context, res *Result, s State, intent *unstructured.Unstructured, opts ApplyOptions, err error) (Result, error) {
+	if err != nil {
+		return *res, err
+	}
+	res.Predicted, res.Action = true, ActionConfigured
+	d, err := a.decide(ctx, res, s, intent, opts)
+	if err != nil {
+		return *res, err
+	}
+	if !d.unchanged {
+		if next, err := a.Model().Apply(s, d.intent, opts.FieldManager, d.force); err == nil {
+			s = next
+		}
+	}
+	res.Object, err = s.Encoded()
+	return *res, err
+}

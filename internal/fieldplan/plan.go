@@ -45,6 +45,12 @@ type Plan struct {
 	// the caller's own rights (the patch acts with the manager's, or the
 	// caller may not impersonate its account: a note then says so).
 	ActingAs string `json:"actingAs,omitempty"`
+	// ReadyReason is the reason of the Ready condition the controller
+	// sets for this plan (Applied, Conflict, TargetNotFound, Forbidden,
+	// or the reason it stalls with); empty for a workload or a deletion.
+	// A contest over the target (Contested, ContestTimeout) depends on
+	// the history of repairs the manager keeps, which no plan sees.
+	ReadyReason string `json:"readyReason,omitempty"`
 	// Exists says the object exists: the plan is of a change.
 	Exists bool `json:"exists"`
 	// Action is what the apply would do: Created, Configured, Unchanged,
@@ -182,9 +188,40 @@ type Planner struct {
 	Tenancy tenancy.Options
 }
 
-// A selector patch (spec.targetSelector) gets one plan per matching
-// target (planSelector).
+// Plan plans u, a FieldPatch, ClusterFieldPatch or ManagedWorkload as a
+// manifest holds it (namespace defaulted to Namespace): one Plan, or one
+// per matching target of a selector patch (spec.targetSelector); with
+// Delete, the patch's deletion. Nothing is written. Errors are those of
+// reading the cluster; what the controller would refuse is a Plan whose
+// Action says so.
 func (p *Planner) Plan(ctx context.Context, u *unstructured.Unstructured) ([]Plan, error) {
+	plans, err := p.plan(ctx, u)
+	for i := range plans {
+		if pl := plans[i].Patch; pl != nil && pl.Deletion == nil && plans[i].Action != ActionDelete && !p.Delete {
+			plans[i].ReadyReason = plans[i].readyReason()
+		}
+	}
+	return plans, err
+}
+
+// readyReason is the Ready reason the controller sets for a patch's plan.
+func (p *Plan) readyReason() string {
+	switch p.Action {
+	case string(ownershipcore.ActionCreated), string(ownershipcore.ActionConfigured), string(ownershipcore.ActionUnchanged):
+		return "Applied"
+	case string(ownershipcore.ActionConflicted):
+		return "Conflict"
+	case ActionTargetNotFound, ActionForbidden:
+		return p.Action
+	}
+	if p.Reason != "" {
+		return p.Reason
+	}
+	return "InvalidPatch"
+}
+
+// plan is Plan without the expected Ready reasons.
+func (p *Planner) plan(ctx context.Context, u *unstructured.Unstructured) ([]Plan, error) {
 	one := func(plan Plan, err error) ([]Plan, error) {
 		if err != nil {
 			return nil, err
@@ -332,16 +369,52 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	ours := d.Owners.Applied(manager)
 	give, dropped := d.GiveBack()
 	d.GaveBack(dropped)
-	res, err := p.Applier.Apply(ctx, d.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true})
+	opts := ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true}
+	if given := p.givenBack(ctx, obj, cluster, live, manager, give, dropped); given != nil {
+		// The controller lets go of the dropped fields first, in a write
+		// of its own: the apply is planned from what that write leaves.
+		opts.Live, opts.ModelOnly = given, true
+	}
+	res, err := p.Applier.Apply(ctx, d.Intent, opts)
 	plan, done := plan.applied(res, err)
 	if done {
 		return plan, nil
+	}
+	if res.Predicted {
+		pp.Notes = append(pp.Notes, "the apply follows a write of fieldops that a dry run cannot stage (fields the patch no longer sets are let go of first): its outcome is the ownership core's prediction, and admission of it was not asked")
 	}
 	after, err := p.planRecord(ctx, &plan, d, live, res)
 	if err != nil || plan.Reason != "" {
 		return plan, err
 	}
 	return p.planFields(plan, spec, d, ours, after, give, res), nil
+}
+
+// givenBack is the target after the controller lets go of the fields that
+// left the patch (give, of dropped: Decision.GiveBack), as the ownership
+// core's model computes it, with a Restore's previous values; nil when
+// nothing is let go of, or the model cannot compute it (the dry run then
+// starts from the target as it is).
+func (p *Planner) givenBack(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string, give ownershipcore.LetGo, dropped *fieldset.Set) *unstructured.Unstructured {
+	if dropped.Empty() {
+		return nil
+	}
+	if obj.PatchSpec().DeletionPolicy == v1alpha1.DeletionPolicyRestore {
+		give.Restore, _ = p.previousValues(ctx, obj, cluster, string(live.GetUID()))
+	}
+	s, err := ownershipcore.NewState(live, true)
+	if err != nil {
+		return nil
+	}
+	next, _, err := p.Applier.Model().LetGo(s, manager, give)
+	if err != nil {
+		return nil
+	}
+	given, err := next.Encoded()
+	if err != nil {
+		return nil
+	}
+	return given
 }
 
 // applied sets the plan's action from the dry run's answer (res, err);

@@ -95,6 +95,18 @@ Licensed under the Apache License, Version 2.0.
 //     select their target (spec.targetSelector, Options.Selector) instead
 //     of naming it; the regression corpus replays Generate's sequences as
 //     they were found.
+//  10. The plan predicts the controller. Before every step that creates,
+//     edits, deletes or expires a FieldPatch, the patch is planned as
+//     kubectl fieldops plan plans it (internal/fieldplan, with the run's
+//     manager's settings); once fieldops settled, the patch's Ready
+//     reason, its record of previous owners (of the target, or of its
+//     target among a selector patch's records) and the fields its field
+//     manager owns are what the plan said, and after a deletion each
+//     field's value and owners are. The step's note says when the check
+//     cannot apply: another fieldops object wrote the target while
+//     fieldops settled, or a contest decided the reconcile (the manager's
+//     history of repairs, which no plan sees). Sequences with faults are
+//     not planned: a failed write is no decision.
 //
 // A field's previous owners are those just before the patch first took
 // it; a field nobody owned then is one the patch added, even if another

@@ -44,6 +44,22 @@ type Env struct {
 	predictOnce sync.Once
 	predict     *predictor
 	predictErr  error
+
+	// plans counts the steps whose plan was checked (invariant 10).
+	plans planCounts
+}
+
+// planCounts counts the checks of invariant (10): plans of applies and of
+// deletions checked (of selector patches among them), and plans a step's
+// outcome left uncheckable.
+type planCounts struct {
+	applies, deletions, selector, unchecked atomic.Int64
+}
+
+// String reads like a log line.
+func (c *planCounts) String() string {
+	return fmt.Sprintf("the plan predicted the controller at %d applies and %d deletions (%d of selector patches); %d plans not checkable",
+		c.applies.Load(), c.deletions.Load(), c.selector.Load(), c.unchecked.Load())
 }
 
 // fieldops is one running fieldops manager of a run.

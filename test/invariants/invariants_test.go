@@ -28,7 +28,7 @@ import (
 
 var (
 	seed      = flag.Int64("seed", 1, "seed of the first sequence; sequence i has seed+i")
-	sequences = flag.Int("sequences", 100, "how many sequences to run")
+	sequences = flag.Int("sequences", 200, "how many sequences to run")
 	maxSteps  = flag.Int("steps", 7, fmt.Sprintf("most random steps of a sequence (at least %d)", MinSteps))
 	workers   = flag.Int("workers", 4, "sequences run at once")
 	shrinks   = flag.Int("shrink", 3, "failures to shrink (the shortest first, one per set of invariants broken)")
@@ -118,7 +118,10 @@ func runSequences(t *testing.T, seed int64, n int, faults float64) {
 			failed = append(failed, r)
 		}
 	}
-	t.Logf("%d sequences, %d steps in %s; %d broke an invariant", len(results), steps, time.Since(start).Round(time.Second), len(failed))
+	t.Logf("%d sequences, %d steps in %s; %d broke an invariant; %s", len(results), steps, time.Since(start).Round(time.Second), len(failed), &e.plans)
+	if faults == 0 && n >= 50 && (e.plans.applies.Load() == 0 || e.plans.deletions.Load() == 0 || e.plans.selector.Load() == 0) {
+		t.Errorf("invariant (10) checked nothing of a kind: %s", &e.plans)
+	}
 	if len(failed) == 0 {
 		return
 	}

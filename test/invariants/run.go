@@ -183,6 +183,10 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	// Faults (if any) from the step's request to the first round of
 	// settle: fieldops' reaction to the step, and a deletion's give-back,
 	// meet them.
+	pl, err := r.planFor(ctx, s)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	injected := r.faults.injected()
 	diverged := r.recs.divergenceCount()
 	r.divergent = nil
@@ -231,6 +235,11 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 		return nil, note, nil, err
 	}
 	vs = append(vs, r.model.checkLosses(before, written, after)...)
+	planVs, planNote := r.checkPlan(ctx, pl, before, after)
+	vs = append(vs, planVs...)
+	if planNote != "" {
+		note = strings.TrimPrefix(note+"; "+planNote, "; ")
+	}
 	actor := ""
 	switch s.Op {
 	case OpCreate, OpApply, OpUpdate:
@@ -288,19 +297,9 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 	case OpUpdate:
 		return r.update(ctx, s)
 	case OpPatchCreate:
-		fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: s.Who, Namespace: r.ns}}
-		if err := r.fillPatch(fp, s); err != nil {
+		fp, err := r.newPatch(s)
+		if err != nil {
 			return nil, "", err
-		}
-		apiVersion := r.kind.APIVersion
-		if s.APIVersion != "" {
-			apiVersion = s.APIVersion
-		}
-		if s.Selector {
-			fp.Spec.TargetSelector = &v1alpha1.TargetSelector{APIVersion: apiVersion, Kind: r.kind.Name,
-				LabelSelector: &metav1.LabelSelector{}, Names: []string{targetName}}
-		} else {
-			fp.Spec.Target = v1alpha1.TargetReference{APIVersion: apiVersion, Kind: r.kind.Name, Name: targetName}
 		}
 		if err := r.env.Client.Create(ctx, fp); err != nil {
 			return nil, "", fmt.Errorf("create FieldPatch %s: %w", s.Who, err)
@@ -357,6 +356,25 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 		return nil, "", r.startFieldops()
 	}
 	return nil, "", fmt.Errorf("unknown step %v", s)
+}
+
+// newPatch is the FieldPatch a create step makes.
+func (r *run) newPatch(s Step) (*v1alpha1.FieldPatch, error) {
+	fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: s.Who, Namespace: r.ns}}
+	if err := r.fillPatch(fp, s); err != nil {
+		return nil, err
+	}
+	apiVersion := r.kind.APIVersion
+	if s.APIVersion != "" {
+		apiVersion = s.APIVersion
+	}
+	if s.Selector {
+		fp.Spec.TargetSelector = &v1alpha1.TargetSelector{APIVersion: apiVersion, Kind: r.kind.Name,
+			LabelSelector: &metav1.LabelSelector{}, Names: []string{targetName}}
+	} else {
+		fp.Spec.Target = v1alpha1.TargetReference{APIVersion: apiVersion, Kind: r.kind.Name, Name: targetName}
+	}
+	return fp, nil
 }
 
 // response turns the result of another manager's request into the
