@@ -29,12 +29,19 @@ import (
 )
 
 // An expiring Restore patch outlives its manager: the leader that applied
-// it is killed (SIGKILL) before the patch's time, the time passes while
-// no manager leads, and the manager that takes the Lease over ends the
-// patch as soon as it leads (the time is stored in the patch, not held in
-// the dead leader's memory): the patch is gone, the ConfigMap holds its
-// previous value and managed fields, and the Expired event comes within
-// 5 s of the takeover.
+// it and recorded its time (status.expiresAt) is killed (SIGKILL) before
+// that time, the time passes while no manager runs (the test moves
+// spec.expiresAt into the past, as a user's edit would), and the manager
+// that takes the Lease over ends the patch as soon as it leads: the time
+// is computed from the stored spec, not held in the dead leader's memory
+// nor read from its stale status. The patch is gone, the ConfigMap holds
+// its previous value and managed fields, and the Expired event comes
+// within 5 s of the takeover.
+//
+// Every step waits on a signal (the leader's log, the patch's status, the
+// process's exit, the Lease, the event), never on the machine's speed:
+// the time is moved only once the leader is dead, and the next manager
+// starts only after that.
 func TestExpiryAcrossLeaderChange(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -51,30 +58,42 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 
 	a := startManager(t, ctx, dir, "a")
 	a.waitLog(t, ctx, leaderStarted)
-	b := startManager(t, ctx, dir, "b")
-	b.waitLog(t, ctx, candidateUp)
+	// Far enough ahead that no Expiring warning is due either
+	// (fieldpatch.ExpiryWarning): the leader only records the time.
+	ahead := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
 	fp := &v1alpha1.FieldPatch{
 		ObjectMeta: metav1.ObjectMeta{Name: "expiring", Namespace: failoverNS},
 		Spec: v1alpha1.FieldPatchSpec{
 			Target:         v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: "pinned"},
 			DeletionPolicy: v1alpha1.DeletionPolicyRestore,
-			// Past before the follower can lead (a lease duration after
-			// the kill), not before the leader applied it.
-			ExpiresAfter: &metav1.Duration{Duration: *failoverLease},
+			ExpiresAt:      &ahead,
 		},
 	}
 	fp.Spec.Patch.Raw = []byte(`{"data":{"key":"pinned"}}`)
 	if err := c.Create(ctx, fp); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Within(t, time.Minute, "the leader applied the patch", func() (bool, string) {
+	testkit.Within(t, time.Minute, "the leader applied the patch and recorded its time", func() (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-		return err == nil && cm.Data["key"] == "pinned", fmt.Sprint(cm.Data, err)
+		if err != nil || cm.Data["key"] != "pinned" {
+			return false, fmt.Sprint(cm.Data, err)
+		}
+		err = c.Get(ctx, client.ObjectKeyFromObject(fp), fp)
+		return err == nil && fp.Status.ExpiresAt.Equal(&ahead), fmt.Sprint(fp.Status.ExpiresAt, err)
 	})
 	killed := a.kill(t)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(fp), fp); err == nil && fp.Status.ExpiresAt != nil && !fp.Status.ExpiresAt.After(killed) {
-		t.Skipf("the patch expired (%s) before the leader was killed (%s): the machine is too slow for this test's timing", fp.Status.ExpiresAt, killed)
+
+	// No manager runs: the time passes (spec.expiresAt is moved before
+	// the kill), and only then does the next manager start.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(fp), fp); err != nil {
+		t.Fatal(err)
 	}
+	fp.Spec.ExpiresAt = &metav1.Time{Time: killed.Add(-time.Second)}
+	if err := c.Update(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+	b := startManager(t, ctx, dir, "b")
+	b.waitLog(t, ctx, leaderStarted)
 
 	testkit.Within(t, time.Minute, "the new leader ended the expired patch", func() (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(fp), &v1alpha1.FieldPatch{})
