@@ -54,12 +54,13 @@ var beforeDelete func(ctx context.Context, live *unstructured.Unstructured)
 // the object does not exist. The apiserver's error otherwise, and after
 // the last attempt ErrStale (wrapped).
 func (a *Applier) Delete(ctx context.Context, obj, live *unstructured.Unstructured, decide DeleteDecision, opts DeleteOptions) (Result, error) {
-	var err error
 	for attempt := 1; ; attempt++ {
 		if live == nil {
-			if live, err = a.GetFresh(ctx, obj); err != nil || live == nil {
+			fresh, err := a.GetFresh(ctx, obj)
+			if err != nil || fresh == nil {
 				return Result{Action: ActionUnchanged}, err
 			}
+			live = fresh
 		}
 		del, err := decide(live)
 		if err != nil || !del {
