@@ -51,13 +51,15 @@ var targetWriteExceptions = map[string]string{
 // kinds are known only at run time. So a target write is a call of a
 // method named Create, Update, Patch, Apply or Delete (on a client, a
 // status or other subresource writer, a dynamic client; a method of the
-// ownership core itself is the way through it) with an argument
-// whose static type is *unstructured.Unstructured, or an apply
-// configuration made from one (client.ApplyConfigurationFromUnstructured).
-// Writes of typed objects are not target writes: fieldops's own custom
-// resources and their status, Events, Leases, the Secrets and RBAC objects
-// of its own, a PodSet's Pods (which it controls, as a StatefulSet does
-// its Pods). Production code only (tests play the other managers).
+// ownership core itself is the way through it) with an argument that may
+// be a target (mayBeTarget): a *unstructured.Unstructured, an apply
+// configuration made from one, or an object whose type is not known
+// statically (a type parameter, client.Object). Writes of typed objects
+// are not target writes: fieldops's own custom resources and their
+// status, Events, Leases, its own Secrets, a PodSet's Pods (which it
+// controls, as a StatefulSet does its Pods). Production code only (tests
+// play the other managers). Every exception must still be found, so the
+// check cannot go blind without failing.
 func TestOnlyTheCoreWritesTargets(t *testing.T) {
 	pkgs := listExported(t, targetWritePackages)
 	imp := exportImporter(pkgs)
