@@ -34,12 +34,12 @@ func NeedsUpgrade(live *unstructured.Unstructured, from []string) bool {
 // the managers in from into the Apply entry of to, creating it from the
 // newest such entry if needed, and removes those Update entries. Values are
 // untouched. The managed fields are computed with client-go's csaupgrade
-// (UpgradeManagedFields, what `kubectl apply --server-side` runs) from a
-// fresh read (APIReader) and written with Commit: one JSON patch of the
-// managed fields guarded by the object's UID and resourceVersion, checked
-// against the prediction. A concurrent write refuses it (ErrStale); the
-// object is then read again and the upgrade computed anew, a few times at
-// most.
+// (UpgradeManagedFields: the computation behind the patch `kubectl apply
+// --server-side` sends) from a fresh read (APIReader) and written with
+// Commit: one JSON patch of the managed fields guarded by the object's
+// UID and resourceVersion, checked against the prediction. A concurrent
+// write refuses it (ErrStale); the object is then read again and the
+// upgrade computed anew, a few times at most.
 //
 // Migrate this way, never by force-applying under a new name: a field the
 // old manager owned and the new intent leaves out would lose its only owner
