@@ -77,3 +77,37 @@ func TestDeleteWhenDecided(t *testing.T) {
 		t.Fatalf("Delete of a missing object: %s, %v, %v; want Unchanged, no object", res.Action, res.Object, err)
 	}
 }
+
+// The object is replaced under the same name between the decision and
+// the deletion: the deletion, guarded by the decided state's UID, is
+// refused, and the decision (made for the object of that UID) keeps the
+// new object.
+func TestDeleteKeepsAReplacedObject(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newApplier(t)
+	live := get(t, a.Client, applyAs(t, a.Client, "workload", sprintf(configMap, "replaced", `{"a":"1"}`)))
+	uid := live.GetUID()
+	replaced := false
+	defer ownershipcore.SetBeforeDelete(func(ctx context.Context, decided *unstructured.Unstructured) {
+		if replaced {
+			return
+		}
+		replaced = true
+		if err := a.Client.Delete(ctx, decided.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		applyAs(t, a.Client, "workload", sprintf(configMap, "replaced", `{"a":"2"}`))
+	})()
+	decisions := 0
+	sameObject := func(u *unstructured.Unstructured) (bool, error) {
+		decisions++
+		return u.GetUID() == uid, nil
+	}
+	res, err := a.Delete(ctx, live, live, sameObject, ownershipcore.DeleteOptions{})
+	if err != nil || res.Action != ownershipcore.ActionUnchanged || decisions != 2 {
+		t.Fatalf("Delete: %s, %v after %d decisions; want Unchanged after 2", res.Action, err, decisions)
+	}
+	if now := get(t, a.Client, live); now.GetUID() == uid || now.Object["data"].(map[string]interface{})["a"] != "2" {
+		t.Errorf("after the refused deletion: uid %s, data %v; want the new object, with a=2", now.GetUID(), now.Object["data"])
+	}
+}
