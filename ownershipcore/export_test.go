@@ -6,6 +6,12 @@ Licensed under the Apache License, Version 2.0.
 
 package ownershipcore
 
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
 // Unexported for callers, exported for the tables of package
 // ownershipcore_test.
 var (
@@ -16,3 +22,10 @@ var (
 	// apply of the previous values), as a crash right after it leaves it.
 	RestoreOnly = (*Applier).restore
 )
+
+// SetBeforeDelete sets the hook Delete calls between its decision and its
+// request (nil: none) and returns a func that unsets it.
+func SetBeforeDelete(f func(ctx context.Context, live *unstructured.Unstructured)) func() {
+	beforeDelete = f
+	return func() { beforeDelete = nil }
+}

@@ -8,16 +8,13 @@ package ownershipcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // NeedsUpgrade reports whether live has an Update entry (main resource) of
@@ -36,10 +33,13 @@ func NeedsUpgrade(live *unstructured.Unstructured, from []string) bool {
 // UpgradeManagers moves the fields of every Update entry (main resource) of
 // the managers in from into the Apply entry of to, creating it from the
 // newest such entry if needed, and removes those Update entries. Values are
-// untouched. It is client-go's csaupgrade.UpgradeManagedFieldsPatch: one
-// JSON patch of /metadata/managedFields that also sets resourceVersion, so a
-// concurrent write fails it with a conflict, after which it re-reads through
-// APIReader and recomputes.
+// untouched. The managed fields are computed with client-go's csaupgrade
+// (UpgradeManagedFields: the computation behind the patch `kubectl apply
+// --server-side` sends) from a fresh read (APIReader) and written with
+// Commit: one JSON patch of the managed fields guarded by the object's
+// UID and resourceVersion, checked against the prediction. A concurrent
+// write refuses it (ErrStale); the object is then read again and the
+// upgrade computed anew, a few times at most.
 //
 // Migrate this way, never by force-applying under a new name: a field the
 // old manager owned and the new intent leaves out would lose its only owner
@@ -48,28 +48,49 @@ func NeedsUpgrade(live *unstructured.Unstructured, from []string) bool {
 // from client-side apply to server-side apply".
 //
 // obj needs apiVersion, kind, name and namespace. It reports whether it
-// patched; the caller should re-read before deciding on the next apply.
+// patched; the caller should re-read before deciding on the next apply. A
+// missing object is no error.
 func (a *Applier) UpgradeManagers(ctx context.Context, obj *unstructured.Unstructured, from []string, to string) (bool, error) {
-	patched := false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		live, err := a.get(ctx, a.freshReader(), obj)
-		if err != nil || live == nil {
-			return err
+	var patched bool
+	var err error
+	for attempt := 1; ; attempt++ {
+		patched, err = a.upgradeOnce(ctx, obj, sets.New(from...), to)
+		if !errors.Is(err, ErrStale) || attempt == commitAttempts {
+			break
 		}
-		patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(from...), to)
-		if err != nil || patch == nil {
-			return err
-		}
-		if err := a.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-			return err
-		}
-		patched = true
-		return nil
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	}
+	if err != nil {
 		return patched, fmt.Errorf("upgrade field managers of %s to %q: %w", describe(obj), to, err)
 	}
 	return patched, nil
+}
+
+// upgradeOnce is one read, csaupgrade's computation and Commit.
+func (a *Applier) upgradeOnce(ctx context.Context, obj *unstructured.Unstructured, from sets.Set[string], to string) (bool, error) {
+	live, err := a.GetFresh(ctx, obj)
+	if err != nil || live == nil {
+		return false, err
+	}
+	before, err := NewState(live, a.sameFieldPaths(ctx, live, live.GetAPIVersion()))
+	if err != nil {
+		return false, err
+	}
+	next := live.DeepCopy()
+	if err := csaupgrade.UpgradeManagedFields(next, from, to); err != nil {
+		return false, err
+	}
+	after, err := NewState(next, before.SamePaths)
+	if err != nil {
+		return false, err
+	}
+	if Diff(before, after) == "" {
+		return false, nil
+	}
+	if _, err := a.Commit(ctx, before, after, to); err != nil {
+		// A divergence is reported after the write.
+		return errors.As(err, new(*DivergenceError)), err
+	}
+	return true, nil
 }
 
 // ClientSideApplyManagers are the field managers of objects written by

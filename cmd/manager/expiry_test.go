@@ -29,12 +29,19 @@ import (
 )
 
 // An expiring Restore patch outlives its manager: the leader that applied
-// it is killed (SIGKILL) before the patch's time, the time passes while
-// no manager leads, and the manager that takes the Lease over ends the
-// patch as soon as it leads (the time is stored in the patch, not held in
-// the dead leader's memory): the patch is gone, the ConfigMap holds its
-// previous value and managed fields, and the Expired event comes within
-// 5 s of the takeover.
+// it and recorded its time (status.expiresAt) is killed (SIGKILL) before
+// that time, the time passes while no manager runs (the test moves
+// spec.expiresAt into the past, as a user's edit would), and the manager
+// that takes the Lease over ends the patch as soon as it leads: the time
+// is computed from the stored spec, not held in the dead leader's memory
+// nor read from its stale status. The patch is gone, the ConfigMap holds
+// its previous value and managed fields, and the Expired event comes
+// within 5 s of the takeover.
+//
+// Every step waits on a signal (the leader's log, the patch's status, the
+// process's exit, the Lease, the event), never on the machine's speed:
+// the time is moved only once the leader is dead, and the next manager
+// starts only after that.
 func TestExpiryAcrossLeaderChange(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -51,30 +58,42 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 
 	a := startManager(t, ctx, dir, "a")
 	a.waitLog(t, ctx, leaderStarted)
-	b := startManager(t, ctx, dir, "b")
-	b.waitLog(t, ctx, candidateUp)
+	// Far enough ahead that no Expiring warning is due either
+	// (fieldpatch.ExpiryWarning): the leader only records the time.
+	ahead := metav1.NewTime(time.Now().Add(time.Hour).Truncate(time.Second))
 	fp := &v1alpha1.FieldPatch{
 		ObjectMeta: metav1.ObjectMeta{Name: "expiring", Namespace: failoverNS},
 		Spec: v1alpha1.FieldPatchSpec{
 			Target:         v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: "pinned"},
 			DeletionPolicy: v1alpha1.DeletionPolicyRestore,
-			// Past before the follower can lead (a lease duration after
-			// the kill), not before the leader applied it.
-			ExpiresAfter: &metav1.Duration{Duration: *failoverLease},
+			ExpiresAt:      &ahead,
 		},
 	}
 	fp.Spec.Patch.Raw = []byte(`{"data":{"key":"pinned"}}`)
 	if err := c.Create(ctx, fp); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Within(t, time.Minute, "the leader applied the patch", func() (bool, string) {
+	testkit.Within(t, time.Minute, "the leader applied the patch and recorded its time", func() (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-		return err == nil && cm.Data["key"] == "pinned", fmt.Sprint(cm.Data, err)
+		if err != nil || cm.Data["key"] != "pinned" {
+			return false, fmt.Sprint(cm.Data, err)
+		}
+		err = c.Get(ctx, client.ObjectKeyFromObject(fp), fp)
+		return err == nil && fp.Status.ExpiresAt.Equal(&ahead), fmt.Sprint(fp.Status.ExpiresAt, err)
 	})
 	killed := a.kill(t)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(fp), fp); err == nil && fp.Status.ExpiresAt != nil && !fp.Status.ExpiresAt.After(killed) {
-		t.Skipf("the patch expired (%s) before the leader was killed (%s): the machine is too slow for this test's timing", fp.Status.ExpiresAt, killed)
+
+	// No manager runs: the time passes (spec.expiresAt is moved before
+	// the kill), and only then does the next manager start.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(fp), fp); err != nil {
+		t.Fatal(err)
 	}
+	fp.Spec.ExpiresAt = &metav1.Time{Time: killed.Add(-time.Second)}
+	if err := c.Update(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+	b := startManager(t, ctx, dir, "b")
+	b.waitLog(t, ctx, leaderStarted)
 
 	testkit.Within(t, time.Minute, "the new leader ended the expired patch", func() (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(fp), &v1alpha1.FieldPatch{})
@@ -106,6 +125,13 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 // is gone). Each ConfigMap then holds its previous value and managed
 // fields, and each Expired event comes within 5 s of the later of the
 // patch's time and the new manager's start.
+//
+// Both times are set while no manager runs. The time ahead is a few times
+// what the first manager took, on this machine and under this load, from
+// its start to its writes; that the new manager did reconcile the patch
+// before its time is checked on a signal, its Expiring event (the warning
+// state is in memory: a new process records it again), so a run in which
+// the time passed first fails instead of testing the other case twice.
 func TestExpiryAcrossRestart(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -124,25 +150,11 @@ func TestExpiryAcrossRestart(t *testing.T) {
 		before[n] = entries(cm.ManagedFields)
 	}
 
+	begun := time.Now()
 	first := startManager(t, ctx, dir, "first")
 	first.waitLog(t, ctx, leaderStarted)
 	for _, n := range names {
-		fp := &v1alpha1.FieldPatch{
-			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: failoverNS},
-			Spec: v1alpha1.FieldPatchSpec{
-				Target:         v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: n},
-				DeletionPolicy: v1alpha1.DeletionPolicyRestore,
-			},
-		}
-		if n == "ahead" {
-			// Ahead of the restart below on any machine this test runs on,
-			// and short enough for a test.
-			fp.Spec.ExpiresAfter = &metav1.Duration{Duration: 20 * time.Second}
-		}
-		fp.Spec.Patch.Raw = []byte(`{"data":{"key":"pinned"}}`)
-		if err := c.Create(ctx, fp); err != nil {
-			t.Fatal(err)
-		}
+		createRestorePatch(t, ctx, c, n)
 	}
 	for _, n := range names {
 		testkit.Within(t, time.Minute, n+": the patch applied", func() (bool, string) {
@@ -151,26 +163,15 @@ func TestExpiryAcrossRestart(t *testing.T) {
 			return err == nil && cm.Data["key"] == "pinned", fmt.Sprint(cm.Data, err)
 		})
 	}
+	startup := time.Since(begun)
 	first.terminate(t)
 	stopped := time.Now()
 
-	// While no manager runs, "passed" gets an expiry time already past.
-	passed := &v1alpha1.FieldPatch{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "passed"}, passed); err != nil {
-		t.Fatal(err)
-	}
-	passed.Spec.ExpiresAt = &metav1.Time{Time: stopped.Add(-time.Second)}
-	if err := c.Update(ctx, passed); err != nil {
-		t.Fatal(err)
-	}
-	ahead := &v1alpha1.FieldPatch{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: "ahead"}, ahead); err != nil {
-		t.Fatal(err)
-	}
-	if ahead.Status.ExpiresAt == nil {
-		t.Fatal("the first manager did not record status.expiresAt of the patch ahead")
-	}
-	due := ahead.Status.ExpiresAt.Time
+	// While no manager runs, "passed" gets a time already past and
+	// "ahead" one the next manager reaches first.
+	setExpiry(t, ctx, c, "passed", stopped.Add(-time.Second))
+	due := setExpiry(t, ctx, c, "ahead", time.Now().Add(3*startup+2*time.Second))
+	t.Logf("the first manager's start to its writes: %s; the patch ahead expires %s after the stop", startup.Round(time.Millisecond), due.Sub(stopped).Round(time.Millisecond))
 
 	second := startManager(t, ctx, dir, "second")
 	second.waitLog(t, ctx, leaderStarted)
@@ -195,6 +196,9 @@ func TestExpiryAcrossRestart(t *testing.T) {
 			t.Errorf("%s: managed fields after the expiry %v, want %v as before the patch", n, got, before[n])
 		}
 	}
+	if !warnedBetween(t, ctx, c, "ahead", stopped, due) {
+		t.Errorf("ahead: no Expiring event of the new manager before the patch's time %s: it first reconciled the patch after that time (its start took more than 3 times the first manager's %s), so the case of a time still ahead was not tested", due, startup)
+	}
 	for n, at := range map[string]time.Time{"passed": leads, "ahead": due} {
 		if at.Before(leads) {
 			at = leads
@@ -204,6 +208,54 @@ func TestExpiryAcrossRestart(t *testing.T) {
 			t.Errorf("%s: the Expired event came %s after %s, want within 5 s", n, late, at)
 		}
 	}
+}
+
+// createRestorePatch creates the FieldPatch name, which takes data.key of
+// the ConfigMap name with deletion policy Restore and no expiry.
+func createRestorePatch(t *testing.T, ctx context.Context, c client.Client, name string) {
+	t.Helper()
+	fp := &v1alpha1.FieldPatch{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: failoverNS},
+		Spec: v1alpha1.FieldPatchSpec{
+			Target:         v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: name},
+			DeletionPolicy: v1alpha1.DeletionPolicyRestore,
+		},
+	}
+	fp.Spec.Patch.Raw = []byte(`{"data":{"key":"pinned"}}`)
+	if err := c.Create(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setExpiry sets spec.expiresAt of the FieldPatch name to at and returns
+// the time stored (to the second).
+func setExpiry(t *testing.T, ctx context.Context, c client.Client, name string, at time.Time) time.Time {
+	t.Helper()
+	fp := &v1alpha1.FieldPatch{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: failoverNS, Name: name}, fp); err != nil {
+		t.Fatal(err)
+	}
+	fp.Spec.ExpiresAt = &metav1.Time{Time: at}
+	if err := c.Update(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+	return fp.Spec.ExpiresAt.Time
+}
+
+// warnedBetween reports whether an Expiring event about the FieldPatch
+// name was recorded after from and before to.
+func warnedBetween(t *testing.T, ctx context.Context, c client.Client, name string, from, to time.Time) bool {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(failoverNS)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == "Expiring" && e.EventTime.Time.After(from) && e.EventTime.Time.Before(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitExpired waits for the Expired event of the FieldPatch name in the

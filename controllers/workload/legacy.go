@@ -14,8 +14,6 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
@@ -122,8 +120,8 @@ func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.App
 		if err != nil {
 			return "", nil, nil, err
 		}
-		if err := applier.Client.Create(ctx, obj, client.FieldOwner(manager)); err != nil {
-			return "", nil, nil, fmt.Errorf("create %s %s: %w", obj.GetKind(), refName(obj.GetNamespace(), obj.GetName()), err)
+		if err := applier.Create(ctx, obj, manager); err != nil {
+			return "", nil, nil, err
 		}
 		return ownershipcore.ActionCreated, obj, nil, nil
 	}
@@ -131,13 +129,8 @@ func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.App
 	if err != nil || len(ops) == 0 {
 		return ownershipcore.ActionUnchanged, live, nil, err
 	}
-	patch := []jsonpatch.Operation{{Operation: "test", Path: "/metadata/resourceVersion", Value: live.GetResourceVersion()}}
-	body, err := json.Marshal(append(patch, ops...))
-	if err != nil {
+	if live, err = applier.Patch(ctx, live, ops, manager); err != nil {
 		return "", nil, nil, err
-	}
-	if err := applier.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(manager)); err != nil {
-		return "", nil, nil, fmt.Errorf("patch %s %s: %w", live.GetKind(), refName(live.GetNamespace(), live.GetName()), err)
 	}
 	rest, err := r.legacyOps(live, desired, ignore)
 	if err != nil {

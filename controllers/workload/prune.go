@@ -48,42 +48,32 @@ func ourManagers(mw *v1alpha1.ManagedWorkload, manager string) sets.Set[string] 
 	return sets.New(append([]string{manager}, mw.Spec.LegacyFieldManagers...)...)
 }
 
-// otherOwners returns the field managers, other than ours, that own a field
-// of live's main resource outside metadata and status: co-owners of the
-// object's content. Metadata-only managers (a webhook's annotations, a
-// controller's revision annotation) and status writers do not keep an
-// object alive.
+// otherOwners returns the field managers, other than ours, that co-own
+// live's content (ownershipcore.CoOwners): metadata-only managers and
+// status writers do not keep an object alive.
 func otherOwners(live *unstructured.Unstructured, ours sets.Set[string]) ([]string, error) {
-	owners, err := ownershipcore.Owners(live)
-	if err != nil {
-		return nil, err
-	}
-	others := sets.New[string]()
-	for _, e := range owners {
-		if ours.Has(e.Manager) || e.Subresource != "" {
-			continue
-		}
-		for _, p := range ownershipcore.FormatSet(e.Fields) {
-			if !strings.HasPrefix(p, ".metadata") && !strings.HasPrefix(p, ".status") &&
-				p != ".apiVersion" && p != ".kind" {
-				others.Insert(e.Manager)
-				break
-			}
-		}
-	}
-	return sets.List(others), nil
+	return ownershipcore.CoOwners(live, ours)
 }
 
-// removeObject takes the workload off one object: deleted when prune is
-// on, the object is the one the workload applied (same UID) and no other
-// manager co-owns its content; otherwise relinquished (only this workload's
-// fields leave it). An object already gone is fine.
+// pruneDecision is the decision to delete an object of the inventory entry
+// e: prune is on, the object is the one the workload applied (same UID)
+// and no other manager co-owns its content. The core runs it on every
+// state it reads (ownershipcore.Applier.Delete).
+func pruneDecision(mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) ownershipcore.DeleteDecision {
+	ours := ourManagers(mw, manager)
+	return func(live *unstructured.Unstructured) (bool, error) {
+		others, err := otherOwners(live, ours)
+		return prunes(mw) && len(others) == 0 && live.GetUID() == e.UID, err
+	}
+}
+
+// removeObject takes the workload off one object: deleted when
+// pruneDecision says so for the object as it is when the deletion is
+// sent (the core's delete is guarded by its UID and resourceVersion and
+// decides again when the object moved on); otherwise relinquished (only
+// this workload's fields leave it). An object already gone is fine.
 func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) (string, error) {
-	ref := &unstructured.Unstructured{}
-	ref.SetAPIVersion(e.APIVersion)
-	ref.SetKind(e.Kind)
-	ref.SetNamespace(e.Namespace)
-	ref.SetName(e.Name)
+	ref := entryRef(e)
 	live := ref.DeepCopy()
 	if err := applier.Client.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -91,19 +81,29 @@ func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Ap
 		}
 		return "", err
 	}
+	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
+	del, err := applier.Delete(ctx, ref, live, pruneDecision(mw, e, manager), ownershipcore.DeleteOptions{PropagationPolicy: metav1.DeletePropagationBackground})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("delete %s: %w", name, err)
+	case del.Action == ownershipcore.ActionDeleted:
+		r.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
+		return removeDeleted, nil
+	case del.Object == nil:
+		return removeGone, nil
+	}
+	return r.relinquishObject(ctx, applier, mw, e, del.Object, manager)
+}
+
+// relinquishObject relinquishes the workload's fields of the object of e,
+// which it does not delete (live: the state that decision was made on).
+func (r *Reconciler) relinquishObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, live *unstructured.Unstructured, manager string) (string, error) {
+	ref := entryRef(e)
 	others, err := otherOwners(live, ourManagers(mw, manager))
 	if err != nil {
 		return "", err
 	}
 	name := fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))
-	if prunes(mw) && len(others) == 0 && live.GetUID() == e.UID {
-		err := applier.Client.Delete(ctx, live, client.Preconditions{UID: &e.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if err != nil && !apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("delete %s: %w", name, err)
-		}
-		r.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
-		return removeDeleted, nil
-	}
 	res, err := applier.Relinquish(ctx, ref, manager)
 	if err != nil {
 		return "", err
@@ -122,6 +122,16 @@ func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Ap
 	}
 	r.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): only this workload's fields were removed", name, why)
 	return removeRelinquished, nil
+}
+
+// entryRef is the object e names (apiVersion, kind, namespace, name).
+func entryRef(e v1alpha1.InventoryEntry) *unstructured.Unstructured {
+	ref := &unstructured.Unstructured{}
+	ref.SetAPIVersion(e.APIVersion)
+	ref.SetKind(e.Kind)
+	ref.SetNamespace(e.Namespace)
+	ref.SetName(e.Name)
+	return ref
 }
 
 // removeOrder sorts entries for removal: namespaced objects first,

@@ -13,7 +13,10 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
 )
 
 func TestFilterLegacyOps(t *testing.T) {
@@ -81,5 +84,41 @@ func TestOtherOwners(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, []string{"other-team"}) {
 		t.Fatalf("other owners %v, want only other-team", got)
+	}
+}
+
+// The prune decision, as the core runs it on each state it reads: delete
+// only the object the workload applied (same UID), with prune on, when no
+// other manager co-owns its content.
+func TestPruneDecision(t *testing.T) {
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	live := func(uid string, entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetUID(types.UID(uid))
+		u.SetManagedFields(entries)
+		return u
+	}
+	ours := entry("us", `{"f:data":{"f:a":{}}}`)
+	off := false
+	for _, c := range []struct {
+		name  string
+		prune *bool
+		live  *unstructured.Unstructured
+		want  bool
+	}{
+		{"ours alone", nil, live("uid-1", ours), true},
+		{"prune off", &off, live("uid-1", ours), false},
+		{"co-owned", nil, live("uid-1", ours, entry("other", `{"f:data":{"f:b":{}}}`)), false},
+		{"annotated by another", nil, live("uid-1", ours, entry("webhook", `{"f:metadata":{"f:annotations":{"f:x":{}}}}`)), true},
+		{"replaced", nil, live("uid-2", ours), false},
+	} {
+		mw := &v1alpha1.ManagedWorkload{}
+		mw.Spec.Prune = c.prune
+		got, err := pruneDecision(mw, v1alpha1.InventoryEntry{UID: "uid-1"}, "us")(c.live)
+		if err != nil || got != c.want {
+			t.Errorf("%s: delete %v, %v; want %v", c.name, got, err, c.want)
+		}
 	}
 }
