@@ -705,7 +705,8 @@ func (b *bench) convergeFieldops(ctx context.Context, m *manager, t *tracker, be
 	if err != nil {
 		return nil, err
 	}
-	profile := b.profileConverge(m, "fieldops-converge-cpu.pb.gz", "apiserver-fieldops-converge-cpu.pb.gz")
+	var profile sync.WaitGroup
+	b.profileConverge(&profile, m, "fieldops-converge-cpu.pb.gz", "apiserver-fieldops-converge-cpu.pb.gz")
 	if r.before, err = readRSS(pid); err != nil {
 		return nil, err
 	}
@@ -744,16 +745,13 @@ func (b *bench) convergeFieldops(ctx context.Context, m *manager, t *tracker, be
 	return after, nil
 }
 
-// profileConverge starts, with -pprof-dir, CPU profiles of the manager m
-// and of the apiserver (saved as managerName and apiserverName); Wait on
-// the result waits for both.
-func (b *bench) profileConverge(m *manager, managerName, apiserverName string) *sync.WaitGroup {
-	var profile sync.WaitGroup
+// profileConverge starts in profile, with -pprof-dir, CPU profiles of the
+// manager m and of the apiserver, saved as managerName and apiserverName.
+func (b *bench) profileConverge(profile *sync.WaitGroup, m *manager, managerName, apiserverName string) {
 	if m.pprofURL != "" {
 		profile.Go(func() { b.profileManager(m, managerName) })
 		profile.Go(func() { b.profileAPIServer(apiserverName) })
 	}
-	return &profile
 }
 
 // profileConverged saves, with -pprof-dir, the heap profiles of the
