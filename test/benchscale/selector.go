@@ -590,6 +590,18 @@ func (r *result) printSelector(w io.Writer) {
 	fmt.Fprintf(w, "hand-back (delete the FieldPatch): %s until gone, %s requests per target (%s), %.0f reconciles, manager CPU %.2f s, apiserver+etcd CPU %.2f s; %d/%d Deployments keep the env var\n",
 		secs(s.handBack.wall), hTotal, hBy, s.handBack.requests[reconciles], s.handBack.mgrCPU, s.handBack.cpCPU, s.handBack.left, n)
 
+	printSelectorGoals(w, s, fx, n)
+
+	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak anonymous memory Flux / fieldops (file-backed beside) | hand-back of all N |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| %d, one selector patch | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB (file %.0f / %.0f MiB) | %s, %s req/object |\n",
+		n, fx.wall.Seconds(), s.wall.Seconds(), ratio(s.wall.Seconds(), fx.wall.Seconds()), fxTotal, sTotal,
+		ratio(s.mgrCPU, fx.mgrCPU), ratio(s.cpCPU, fx.cpCPU), mib(fx.peak.maxAnon), mib(s.peak.maxAnon), mib(fx.peak.file), mib(s.peak.file), secs(s.handBack.wall), hTotal)
+}
+
+// printSelectorGoals writes whether the selector run s met the goals of
+// one patch over many targets, beside Flux's side fx, for N targets.
+func printSelectorGoals(w io.Writer, s *selectorResult, fx sideResult, n int) {
 	perTarget := func(c requestCounts) float64 { return c.total() / float64(n) }
 	goal := func(ok bool) string {
 		if ok {
@@ -612,10 +624,4 @@ func (r *result) printSelector(w io.Writer) {
 	// not a larger working set).
 	fmt.Fprintf(w, "  peak anonymous memory (RssAnon) ≤ Flux's: %.1f / %.1f MiB (%s); file-backed at the sampled peak %.1f / %.1f MiB; VmHWM %.0f / %.0f MiB\n",
 		mib(s.peak.maxAnon), mib(fx.peak.maxAnon), goal(s.peak.maxAnon <= fx.peak.maxAnon), mib(s.peak.file), mib(fx.peak.file), mib(s.peakRSS), mib(fx.peakRSS))
-
-	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak anonymous memory Flux / fieldops (file-backed beside) | hand-back of all N |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(w, "| %d, one selector patch | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB (file %.0f / %.0f MiB) | %s, %s req/object |\n",
-		n, fx.wall.Seconds(), s.wall.Seconds(), ratio(s.wall.Seconds(), fx.wall.Seconds()), fxTotal, sTotal,
-		ratio(s.mgrCPU, fx.mgrCPU), ratio(s.cpCPU, fx.cpCPU), mib(fx.peak.maxAnon), mib(s.peak.maxAnon), mib(fx.peak.file), mib(s.peak.file), secs(s.handBack.wall), hTotal)
 }
