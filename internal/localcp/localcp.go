@@ -102,7 +102,7 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	steps := []func() error{
 		cp.writeParent,
-		cp.startGuard,
+		cp.launchGuard,
 		func() error { return cp.makeEnv(bins, crdPaths(root, opts), opts.Webhooks) },
 		cp.startEnv,
 	}
@@ -138,7 +138,9 @@ func (cp *ControlPlane) writeParent() error {
 	return os.WriteFile(filepath.Join(cp.root, parentFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
 }
 
-func (cp *ControlPlane) startGuard() (err error) {
+// launchGuard starts the guard that stops the control plane's processes
+// and removes its files when this process dies.
+func (cp *ControlPlane) launchGuard() (err error) {
 	cp.guard, err = startGuard(cp.root)
 	return err
 }
