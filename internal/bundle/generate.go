@@ -250,14 +250,18 @@ type managerObjects struct {
 // placeByKind places each kind config/default holds, by group and kind;
 // a kind not here is an error, so a new kind needs a decision.
 var placeByKind = map[string]func(m *managerObjects, obj *unstructured.Unstructured) error{
-	// OLM creates the Namespace and the ServiceAccount.
-	"Namespace":                                     leaveOut,
-	"ServiceAccount":                                (*managerObjects).addServiceAccount,
-	"Deployment.apps":                               (*managerObjects).addDeployment,
-	"Role.rbac.authorization.k8s.io":                (*managerObjects).addRole,
-	"RoleBinding.rbac.authorization.k8s.io":         (*managerObjects).addRoleBinding,
-	"ClusterRole.rbac.authorization.k8s.io":         (*managerObjects).addClusterRole,
-	"ClusterRoleBinding.rbac.authorization.k8s.io":  (*managerObjects).addClusterRoleBinding,
+	// OLM creates the Namespace and the ServiceAccount; the
+	// ServiceAccount's name says whose RBAC becomes the permissions.
+	"Namespace":      leaveOut,
+	"ServiceAccount": (*managerObjects).addServiceAccount,
+	// The install strategy: the Deployment and the RBAC bound to its
+	// ServiceAccount.
+	"Deployment.apps":                              (*managerObjects).addDeployment,
+	"Role.rbac.authorization.k8s.io":               (*managerObjects).addRole,
+	"RoleBinding.rbac.authorization.k8s.io":        (*managerObjects).addRoleBinding,
+	"ClusterRole.rbac.authorization.k8s.io":        (*managerObjects).addClusterRole,
+	"ClusterRoleBinding.rbac.authorization.k8s.io": (*managerObjects).addClusterRoleBinding,
+	// bundle/manifests, as they are.
 	"CustomResourceDefinition.apiextensions.k8s.io": (*managerObjects).addManifest,
 	"Service": (*managerObjects).addManifest,
 	// Not a kind every OLM release installs from a bundle; the
