@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -47,7 +48,6 @@ func main() {
 	}
 }
 
-//nolint:gocyclo // flag defaults, then the start sequence the user watches, in order; each step is a few lines.
 func run() error {
 	var (
 		f        app.Flags
@@ -58,8 +58,32 @@ func run() error {
 	if help, err := app.Parse(fs, os.Args[1:]); help || err != nil {
 		return err
 	}
-	// Metrics (plain HTTP: no TokenReview to pass) and probes on free
-	// loopback ports, unless given.
+	if err := defaultLoopbackAddrs(fs, &f); err != nil {
+		return err
+	}
+	root, err := localcp.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	// The first SIGINT or SIGTERM stops the manager, then the control
+	// plane; a second one kills this process at once, and its children
+	// with it (internal/localcp: Pdeathsig and the guard).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }()
+
+	l := &localRun{flags: &f, localDir: localDir, root: root}
+	defer func() {
+		if l.cp != nil {
+			_ = l.cp.Stop()
+		}
+	}()
+	return f.Run(ctx, func() (*rest.Config, error) { return l.start(ctx) })
+}
+
+// defaultLoopbackAddrs puts metrics (plain HTTP: no TokenReview to pass)
+// and probes on free loopback ports, unless their flags are given.
+func defaultLoopbackAddrs(fs *pflag.FlagSet, f *app.Flags) error {
 	if !fs.Changed("metrics-bind-address") {
 		addr, err := freeLoopbackAddr()
 		if err != nil {
@@ -74,63 +98,66 @@ func run() error {
 		}
 		f.ProbeAddr = addr
 	}
-	root, err := localcp.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	// The first SIGINT or SIGTERM stops the manager, then the control
-	// plane; a second one kills this process at once, and its children
-	// with it (internal/localcp: Pdeathsig and the guard).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() { <-ctx.Done(); stop() }()
+	return nil
+}
 
-	var cp *localcp.ControlPlane
-	defer func() {
-		if cp != nil {
-			_ = cp.Stop()
+// localRun is the local cluster the manager runs on: cp is set once the
+// control plane started, for run to stop it.
+type localRun struct {
+	flags    *app.Flags
+	localDir string
+	root     string
+	cp       *localcp.ControlPlane
+}
+
+// start is the start sequence the user watches, in order: the cluster,
+// its kubeconfig, the finalizer policy, the upstream objects, the
+// endpoints, and the KUBECONFIG line once every fieldops kind answers.
+func (l *localRun) start(ctx context.Context) (*rest.Config, error) {
+	var err error
+	if l.cp, err = localcp.Start(localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 1}}); err != nil {
+		return nil, err
+	}
+	cp := l.cp
+	kubeconfig, err := writeKubeconfig(cp, l.localDir)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
+	fmt.Printf("component logs: %s\n", cp.LogDir())
+	if err := installFinalizerPolicy(ctx, cp.Config); err != nil {
+		return nil, err
+	}
+	created, err := localcp.ApplyUpstream(ctx, cp.Config, l.root)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Println("\nupstream objects the samples target (config/samples):")
+	for _, c := range created {
+		fmt.Println("  " + c)
+	}
+	fmt.Println()
+	printEndpoints(l.flags)
+	// The KUBECONFIG line means "ready": every fieldops kind answers.
+	if err := served.Wait(ctx, cp.Config, served.Group, 0); err != nil {
+		return nil, err
+	}
+	fmt.Printf("\nin another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
+	return cp.Config, nil
+}
+
+// printEndpoints prints the metrics and probe URLs, those that are on.
+func printEndpoints(f *app.Flags) {
+	if f.MetricsAddr != "0" {
+		scheme := "https"
+		if !f.MetricsSecure {
+			scheme = "http"
 		}
-	}()
-	return f.Run(ctx, func() (*rest.Config, error) {
-		var err error
-		if cp, err = localcp.Start(localcp.Options{Cluster: &localcp.ClusterOptions{Nodes: 1}}); err != nil {
-			return nil, err
-		}
-		kubeconfig, err := writeKubeconfig(cp, localDir)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
-		fmt.Printf("component logs: %s\n", cp.LogDir())
-		if err := installFinalizerPolicy(ctx, cp.Config); err != nil {
-			return nil, err
-		}
-		created, err := localcp.ApplyUpstream(ctx, cp.Config, root)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Println("\nupstream objects the samples target (config/samples):")
-		for _, c := range created {
-			fmt.Println("  " + c)
-		}
-		fmt.Println()
-		if f.MetricsAddr != "0" {
-			scheme := "https"
-			if !f.MetricsSecure {
-				scheme = "http"
-			}
-			fmt.Printf("metrics: %s://%s/metrics   (curl -s %[1]s://%[2]s/metrics | grep ^fieldops_; Prometheus: a static_configs target %[2]s)\n", scheme, f.MetricsAddr)
-		}
-		if f.ProbeAddr != "0" {
-			fmt.Printf("probes:  http://%s/healthz  http://%[1]s/readyz\n", f.ProbeAddr)
-		}
-		// The KUBECONFIG line means "ready": every fieldops kind answers.
-		if err := served.Wait(ctx, cp.Config, served.Group, 0); err != nil {
-			return nil, err
-		}
-		fmt.Printf("\nin another shell:\n\n  export KUBECONFIG=%s\n\n", kubeconfig)
-		return cp.Config, nil
-	})
+		fmt.Printf("metrics: %s://%s/metrics   (curl -s %[1]s://%[2]s/metrics | grep ^fieldops_; Prometheus: a static_configs target %[2]s)\n", scheme, f.MetricsAddr)
+	}
+	if f.ProbeAddr != "0" {
+		fmt.Printf("probes:  http://%s/healthz  http://%[1]s/readyz\n", f.ProbeAddr)
+	}
 }
 
 // freeLoopbackAddr returns 127.0.0.1:<a port free now>.

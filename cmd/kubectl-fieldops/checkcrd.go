@@ -161,7 +161,6 @@ func readCRDs(r io.Reader) ([]*apiextv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-//nolint:gocyclo // one branch per input form (file, cluster, both) and output format.
 func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 	if err := o.output.validate(); err != nil {
 		return err
@@ -170,12 +169,7 @@ func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 	if err != nil {
 		return err
 	}
-	var in []byte
-	if file == "-" {
-		in, err = io.ReadAll(o.streams.In)
-	} else {
-		in, err = os.ReadFile(file)
-	}
+	in, err := o.readFile(file)
 	if err != nil {
 		return err
 	}
@@ -195,33 +189,52 @@ func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 		}
 		findings = append(findings, fs...)
 	}
+	if err := o.printFindings(findings, paint); err != nil {
+		return err
+	}
+	return breaksError(findings)
+}
+
+// readFile reads file, or the command's input stream for -.
+func (o *checkCRDOptions) readFile(file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(o.streams.In)
+	}
+	return os.ReadFile(file)
+}
+
+// printFindings prints findings as a document (-o json, yaml, name,
+// jsonpath) or, when there are any, as a table with SEVERITY painted.
+func (o *checkCRDOptions) printFindings(findings []CRDFinding, paint *painter) error {
 	if !o.output.table() {
 		named := make([]*unstructured.Unstructured, 0, len(findings))
 		for _, f := range findings {
 			named = append(named, namedObject(f.Version, f.Kind, f.Namespace, f.Name))
 		}
-		if err := o.output.printDoc(o.streams.Out, findings, named); err != nil {
-			return err
-		}
-	} else if len(findings) > 0 {
-		table := [][]cell{{{text: "SEVERITY"}, {text: "OBJECT"}, {text: "VERSION"}, {text: "PATH"}, {text: "CHANGE"}, {text: "REASON"}}}
-		sev := func(s string) string {
-			if s == string(crdcheck.Break) {
-				return paint.paint(sgrRed, s)
-			}
-			return paint.paint(sgrYellow, s)
-		}
-		for _, f := range findings {
-			obj := f.Name
-			if f.Namespace != "" {
-				obj = f.Namespace + "/" + f.Name
-			}
-			table = append(table, []cell{{text: string(f.Severity), paint: sev}, {text: f.Kind + " " + obj}, {text: f.Version}, {text: f.Path}, {text: f.Change}, {text: f.Reason}})
-		}
-		if err := writeTable(o.streams.Out, table); err != nil {
-			return err
-		}
+		return o.output.printDoc(o.streams.Out, findings, named)
 	}
+	if len(findings) == 0 {
+		return nil
+	}
+	table := [][]cell{{{text: "SEVERITY"}, {text: "OBJECT"}, {text: "VERSION"}, {text: "PATH"}, {text: "CHANGE"}, {text: "REASON"}}}
+	sev := func(s string) string {
+		if s == string(crdcheck.Break) {
+			return paint.paint(sgrRed, s)
+		}
+		return paint.paint(sgrYellow, s)
+	}
+	for _, f := range findings {
+		obj := f.Name
+		if f.Namespace != "" {
+			obj = f.Namespace + "/" + f.Name
+		}
+		table = append(table, []cell{{text: string(f.Severity), paint: sev}, {text: f.Kind + " " + obj}, {text: f.Version}, {text: f.Path}, {text: f.Change}, {text: f.Reason}})
+	}
+	return writeTable(o.streams.Out, table)
+}
+
+// breaksError is ErrWouldBreak when a finding is a break, nil otherwise.
+func breaksError(findings []CRDFinding) error {
 	breaks := 0
 	for _, f := range findings {
 		if f.Severity == crdcheck.Break {

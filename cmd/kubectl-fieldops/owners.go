@@ -140,7 +140,6 @@ type ownedObject struct {
 	entries ownershipcore.ManagedFields
 }
 
-//nolint:gocyclo // one check per flag combination kubectl's own commands refuse.
 func (o *ownersOptions) validate(args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
@@ -148,6 +147,12 @@ func (o *ownersOptions) validate(args []string) error {
 	if !slices.Contains(timeFormats, o.timeFormat) {
 		return fmt.Errorf("--time %q: want %s", o.timeFormat, strings.Join(timeFormats, ", "))
 	}
+	return o.validateObjects(args)
+}
+
+// validateObjects refuses the combinations of arguments, -l, -f and
+// --local that kubectl's own commands refuse.
+func (o *ownersOptions) validateObjects(args []string) error {
 	files := o.files.ToOptions()
 	switch {
 	case o.local && (len(args) > 0 || o.selector != ""):
@@ -213,7 +218,6 @@ func (o *ownersOptions) objects(args []string) (objs []ownedObject, single bool,
 	return objs, single && len(infos) <= 1, errors.Join(errs...)
 }
 
-//nolint:gocyclo // one branch per output form and per kind of partial result, in the order kubectl prints them.
 func (o *ownersOptions) run(args []string) error {
 	if err := o.validate(args); err != nil {
 		return err
@@ -224,26 +228,9 @@ func (o *ownersOptions) run(args []string) error {
 	}
 	objs, single, errs := o.objects(args)
 	if o.manager != "" {
-		var managers []string
-		kept := objs[:0]
-		for _, ob := range objs {
-			if slices.Contains(ob.entries.Managers(), o.manager) {
-				kept = append(kept, ob)
-			}
-			for _, m := range ob.entries.Managers() {
-				if !slices.Contains(managers, m) {
-					managers = append(managers, m)
-				}
-			}
+		if objs, err = o.ownedByManager(objs); err != nil {
+			return errors.Join(errs, err)
 		}
-		if len(kept) == 0 && len(objs) > 0 {
-			what := fmt.Sprintf("%s %s", objs[0].obj.GetKind(), objs[0].obj.GetName())
-			if len(objs) > 1 {
-				what = fmt.Sprintf("the %d objects", len(objs))
-			}
-			return errors.Join(errs, fmt.Errorf("field manager %q owns no field of %s (managers: %s)", o.manager, what, strings.Join(managers, ", ")))
-		}
-		objs = kept
 	}
 	if len(objs) == 0 && errs == nil && o.output.format() != outputJSON && o.output.format() != outputYAML {
 		// As kubectl get: nothing matched is no error.
@@ -263,6 +250,31 @@ func (o *ownersOptions) run(args []string) error {
 	return errors.Join(errs, err2)
 }
 
+// ownedByManager keeps the objects --manager owns a field of; when it
+// owns none of several, that is an error naming the managers that do.
+func (o *ownersOptions) ownedByManager(objs []ownedObject) ([]ownedObject, error) {
+	var managers []string
+	kept := objs[:0]
+	for _, ob := range objs {
+		if slices.Contains(ob.entries.Managers(), o.manager) {
+			kept = append(kept, ob)
+		}
+		for _, m := range ob.entries.Managers() {
+			if !slices.Contains(managers, m) {
+				managers = append(managers, m)
+			}
+		}
+	}
+	if len(kept) == 0 && len(objs) > 0 {
+		what := fmt.Sprintf("%s %s", objs[0].obj.GetKind(), objs[0].obj.GetName())
+		if len(objs) > 1 {
+			what = fmt.Sprintf("the %d objects", len(objs))
+		}
+		return nil, fmt.Errorf("field manager %q owns no field of %s (managers: %s)", o.manager, what, strings.Join(managers, ", "))
+	}
+	return kept, nil
+}
+
 // keep marks the lines to print: with --manager, the lines it owns, the
 // continuation lines of those and every enclosing line.
 func (o *ownersOptions) keep(lines []blame.Line) []bool {
@@ -277,21 +289,22 @@ func (o *ownersOptions) keep(lines []blame.Line) []bool {
 	return keep
 }
 
+// ownerRow is one line of the annotated YAML: its owners' managers,
+// operations (with subresource) and newest time, and the YAML text.
+type ownerRow struct {
+	managers []string
+	op, when string
+	text     string
+}
+
 // printLines prints the annotated YAML of objs, one gutter width for
 // all, --- between objects.
-//
-//nolint:gocyclo // one case per line kind of the YAML printer (key, list item, scalar, block).
 func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *painter) error {
-	type row struct {
-		managers []string
-		op, when string
-		text     string
-	}
-	var rows []row
+	var rows []ownerRow
 	var mw, ow, tw int
 	for n, ob := range objs {
 		if n > 0 {
-			rows = append(rows, row{text: "---"})
+			rows = append(rows, ownerRow{text: "---"})
 		}
 		lines := blame.Blame(ob.obj.Object, ob.entries)
 		keep := o.keep(lines)
@@ -299,50 +312,63 @@ func (o *ownersOptions) printLines(w io.Writer, objs []ownedObject, paint *paint
 			if !keep[i] {
 				continue
 			}
-			r := row{text: l.Text}
-			var ops []string
-			var newest *metav1.Time
-			for _, e := range l.Owners {
-				r.managers = append(r.managers, e.Manager)
-				op := string(e.Operation)
-				if e.Subresource != "" {
-					op += "/" + e.Subresource
-				}
-				ops = append(ops, op)
-				if e.Time != nil && (newest == nil || e.Time.After(newest.Time)) {
-					newest = e.Time
-				}
-			}
-			r.op = strings.Join(ops, ",")
-			if newest != nil {
-				switch o.timeFormat {
-				case "age":
-					r.when = duration.HumanDuration(o.now().Sub(newest.Time))
-				case "rfc3339":
-					r.when = newest.UTC().Format(time.RFC3339)
-				}
-			}
+			r := o.ownerRow(l)
 			mw, ow, tw = max(mw, len(strings.Join(r.managers, ","))), max(ow, len(r.op)), max(tw, len(r.when))
 			rows = append(rows, r)
 		}
 	}
 	var b strings.Builder
 	for _, r := range rows {
-		names := make([]string, len(r.managers))
-		for i, m := range r.managers {
-			names[i] = paint.manager(m)
-		}
-		plain := len(strings.Join(r.managers, ","))
-		b.WriteString(strings.Join(names, ","))
-		b.WriteString(strings.Repeat(" ", mw-plain))
-		fmt.Fprintf(&b, "  %-*s  ", ow, r.op)
-		if o.timeFormat != "none" {
-			fmt.Fprintf(&b, "%*s  ", tw, r.when)
-		}
-		fmt.Fprintf(&b, "| %s\n", r.text)
+		o.writeOwnerRow(&b, r, paint, mw, ow, tw)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ownerRow is the row of one blamed line, its time as --time says.
+func (o *ownersOptions) ownerRow(l blame.Line) ownerRow {
+	r := ownerRow{text: l.Text}
+	var ops []string
+	var newest *metav1.Time
+	for _, e := range l.Owners {
+		r.managers = append(r.managers, e.Manager)
+		op := string(e.Operation)
+		if e.Subresource != "" {
+			op += "/" + e.Subresource
+		}
+		ops = append(ops, op)
+		if e.Time != nil && (newest == nil || e.Time.After(newest.Time)) {
+			newest = e.Time
+		}
+	}
+	r.op = strings.Join(ops, ",")
+	if newest != nil {
+		switch o.timeFormat {
+		case "age":
+			r.when = duration.HumanDuration(o.now().Sub(newest.Time))
+		case "rfc3339":
+			r.when = newest.UTC().Format(time.RFC3339)
+		}
+	}
+	return r
+}
+
+// writeOwnerRow writes r with the gutter widths mw (managers), ow
+// (operations) and tw (times); managers are painted, padded by their
+// unpainted width.
+func (o *ownersOptions) writeOwnerRow(b *strings.Builder, r ownerRow, paint *painter, mw, ow, tw int) {
+	names := make([]string, len(r.managers))
+	for i, m := range r.managers {
+		names[i] = paint.manager(m)
+	}
+	plain := len(strings.Join(r.managers, ","))
+	b.WriteString(strings.Join(names, ","))
+	b.WriteString(strings.Repeat(" ", mw-plain))
+	fmt.Fprintf(b, "  %-*s  ", ow, r.op)
+	if o.timeFormat != "none" {
+		fmt.Fprintf(b, "%*s  ", tw, r.when)
+	}
+	fmt.Fprintf(b, "| %s\n", r.text)
 }
 
 func (o *ownersOptions) fields(ob ownedObject) ObjectOwners {

@@ -288,8 +288,6 @@ func (o *planOptions) planner(ctx context.Context) (*fieldplan.Planner, error) {
 
 // writePlans prints each plan: a header, then a table of fields (a patch)
 // or objects (a workload).
-//
-//nolint:gocyclo // one case per output format and section.
 func writePlans(w io.Writer, plans []Plan) error {
 	for i, p := range plans {
 		if i > 0 {
@@ -297,68 +295,16 @@ func writePlans(w io.Writer, plans []Plan) error {
 				return err
 			}
 		}
-		name := p.Name
-		if p.Namespace != "" {
-			name = p.Namespace + "/" + p.Name
-		}
-		verb := "create"
-		switch {
-		case p.Action == fieldplan.ActionDelete || p.Patch != nil && p.Patch.Deletion != nil:
-			verb = "delete"
-		case p.Exists:
-			verb = "change"
-		}
-		head := fmt.Sprintf("%s %s (%s; field manager %s)\n", p.Kind, name, verb, p.FieldManager)
-		if p.Patch != nil {
-			head += fmt.Sprintf("target %s, type %s, conflictPolicy %s, deletionPolicy %s\n", p.Patch.Target, p.Patch.Type, p.Patch.ConflictPolicy, p.Patch.DeletionPolicy)
-		}
-		head += "action: " + p.Action
-		if p.Message != "" {
-			head += ": " + p.Message
-		}
-		if _, err := fmt.Fprintln(w, head); err != nil {
+		if _, err := fmt.Fprintln(w, planHeader(p)); err != nil {
 			return err
 		}
-		var table [][]cell
-		switch {
-		case p.Patch != nil && len(p.Patch.Deletion) > 0:
-			table = append(table, []cell{{text: "FIELD"}, {text: "ACTION"}, {text: "OWNERS AFTER"}, {text: "VALUE AFTER"}})
-			for _, f := range p.Patch.Deletion {
-				action := f.Action
-				if f.Why != "" {
-					action += " (" + f.Why + ")"
-				}
-				table = append(table, []cell{{text: f.Path}, {text: action}, {text: dash(strings.Join(f.OwnersAfter, ", "))}, {text: f.ValueAfter}})
-			}
-		case p.Patch != nil && len(p.Patch.Fields) > 0:
-			table = append(table, []cell{{text: "FIELD"}, {text: "OWNER NOW"}, {text: "PLAN"}, {text: "DECISION"}, {text: "ON DELETE"}})
-			for _, f := range p.Patch.Fields {
-				table = append(table, []cell{{text: f.Path}, {text: dash(strings.Join(f.Owners, ", "))}, {text: f.Plan}, {text: dash(f.Decision)}, {text: dash(f.OnDelete)}})
-			}
-		case len(p.Objects) > 0:
-			table = append(table, []cell{{text: "OBJECT"}, {text: "ACTION"}, {text: "FIELDS"}, {text: "TAKEN FROM OTHERS"}})
-			for _, o := range p.Objects {
-				taken := strings.Join(o.Taken, ", ")
-				if len(o.Yielded) > 0 {
-					taken = strings.TrimPrefix(taken+"; yielded "+strings.Join(o.Yielded, ", "), "; ")
-				}
-				if o.Message != "" {
-					taken = strings.TrimPrefix(taken+"; "+o.Message, "; ")
-				}
-				table = append(table, []cell{{text: o.ObjectRef.String()}, {text: o.Action}, {text: fmt.Sprint(o.OwnedFields)}, {text: dash(taken)}})
-			}
-		}
-		if table != nil {
+		if table := planTable(p); table != nil {
 			if err := writeTable(w, table); err != nil {
 				return err
 			}
 		}
-		if p.Patch != nil {
-			for _, n := range p.Patch.Notes {
-				if _, err := fmt.Fprintln(w, "note: "+n); err != nil {
-					return err
-				}
-			}
+		if err := writePlanNotes(w, p); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -104,7 +104,6 @@ type TargetRow struct {
 	Message   string `json:"message,omitempty"`
 }
 
-//nolint:gocyclo // one branch per fieldops kind and output format.
 func (o *statusOptions) run(ctx context.Context) error {
 	if err := o.output.validate(); err != nil {
 		return err
@@ -113,13 +112,9 @@ func (o *statusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var opts []client.ListOption
-	if o.selector != "" {
-		sel, err := labels.Parse(o.selector)
-		if err != nil {
-			return fmt.Errorf("--selector: %w", err)
-		}
-		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+	opts, err := selectorListOptions(o.selector)
+	if err != nil {
+		return err
 	}
 	c, err := newClient(o.flags)
 	if err != nil {
@@ -133,64 +128,114 @@ func (o *statusOptions) run(ctx context.Context) error {
 		}
 		opts = append(opts, client.InNamespace(ns))
 	}
-	var rows []StatusRow
-	// list lists one kind; a kind the apiserver does not serve (its CRD
-	// is not installed) is left out with a warning.
-	list := func(kind string, l client.ObjectList, opts []client.ListOption) (bool, error) {
-		err := c.List(ctx, l, opts...)
-		if err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
-			fmt.Fprintf(o.streams.ErrOut, "Warning: %s is not served by the apiserver (is the CustomResourceDefinition installed?); listing the other kinds\n", kind)
-			return false, nil
-		}
-		return err == nil, err
-	}
-	fps := &v1alpha1.FieldPatchList{}
-	if ok, err := list("FieldPatch", fps, opts); err != nil {
+	rows, err := o.listRows(ctx, c, opts, clusterOpts)
+	if err != nil {
 		return err
-	} else if ok {
-		for i := range fps.Items {
-			rows = append(rows, patchRow("FieldPatch", &fps.Items[i].ObjectMeta, &fps.Items[i].Spec, &fps.Items[i].Status))
-		}
-	}
-	cfps := &v1alpha1.ClusterFieldPatchList{}
-	if ok, err := list("ClusterFieldPatch", cfps, clusterOpts); err != nil {
-		return err
-	} else if ok {
-		for i := range cfps.Items {
-			rows = append(rows, patchRow("ClusterFieldPatch", &cfps.Items[i].ObjectMeta, &cfps.Items[i].Spec, &cfps.Items[i].Status))
-		}
-	}
-	mws := &v1alpha1.ManagedWorkloadList{}
-	if ok, err := list("ManagedWorkload", mws, opts); err != nil {
-		return err
-	} else if ok {
-		for i := range mws.Items {
-			rows = append(rows, workloadRow(&mws.Items[i]))
-		}
-	}
-	pss := &v1alpha1.PodSetList{}
-	if ok, err := list("PodSet", pss, opts); err != nil {
-		return err
-	} else if ok {
-		for i := range pss.Items {
-			rows = append(rows, podSetRow(&pss.Items[i]))
-		}
 	}
 	if len(rows) == 0 && o.output.format() != outputJSON && o.output.format() != outputYAML {
 		noResources(o.streams.ErrOut, ns)
 		return nil
 	}
 	if !o.output.table() {
-		if rows == nil {
-			rows = []StatusRow{}
-		}
-		named := make([]*unstructured.Unstructured, 0, len(rows))
-		for _, r := range rows {
-			named = append(named, namedObject(v1alpha1.GroupVersion.String(), r.Kind, r.Namespace, r.Name))
-		}
-		return o.output.printDoc(o.streams.Out, rows, named)
+		return o.printRows(rows)
 	}
-	wide := o.output.format() == outputWide
+	return writeTable(o.streams.Out, statusTable(rows, paint, o.output.format() == outputWide))
+}
+
+// selectorListOptions are the list options of -l: none when it is empty.
+func selectorListOptions(selector string) ([]client.ListOption, error) {
+	if selector == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, fmt.Errorf("--selector: %w", err)
+	}
+	return []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}, nil
+}
+
+// statusKind is one kind status lists: its list type, whether it is
+// cluster-scoped, and its rows.
+type statusKind struct {
+	kind    string
+	list    client.ObjectList
+	cluster bool
+	rows    func(client.ObjectList) []StatusRow
+}
+
+// statusKinds are the kinds status lists, in the order it prints them.
+func statusKinds() []statusKind {
+	return []statusKind{
+		{kind: "FieldPatch", list: &v1alpha1.FieldPatchList{}, rows: func(l client.ObjectList) (rows []StatusRow) {
+			items := l.(*v1alpha1.FieldPatchList).Items
+			for i := range items {
+				rows = append(rows, patchRow("FieldPatch", &items[i].ObjectMeta, &items[i].Spec, &items[i].Status))
+			}
+			return rows
+		}},
+		{kind: "ClusterFieldPatch", list: &v1alpha1.ClusterFieldPatchList{}, cluster: true, rows: func(l client.ObjectList) (rows []StatusRow) {
+			items := l.(*v1alpha1.ClusterFieldPatchList).Items
+			for i := range items {
+				rows = append(rows, patchRow("ClusterFieldPatch", &items[i].ObjectMeta, &items[i].Spec, &items[i].Status))
+			}
+			return rows
+		}},
+		{kind: "ManagedWorkload", list: &v1alpha1.ManagedWorkloadList{}, rows: func(l client.ObjectList) (rows []StatusRow) {
+			items := l.(*v1alpha1.ManagedWorkloadList).Items
+			for i := range items {
+				rows = append(rows, workloadRow(&items[i]))
+			}
+			return rows
+		}},
+		{kind: "PodSet", list: &v1alpha1.PodSetList{}, rows: func(l client.ObjectList) (rows []StatusRow) {
+			items := l.(*v1alpha1.PodSetList).Items
+			for i := range items {
+				rows = append(rows, podSetRow(&items[i]))
+			}
+			return rows
+		}},
+	}
+}
+
+// listRows lists every kind of statusKinds, the namespaced ones with
+// opts and the cluster-scoped ones with clusterOpts; a kind the apiserver
+// does not serve (its CRD is not installed) is left out with a warning.
+func (o *statusOptions) listRows(ctx context.Context, c client.Client, opts, clusterOpts []client.ListOption) ([]StatusRow, error) {
+	var rows []StatusRow
+	for _, k := range statusKinds() {
+		kindOpts := opts
+		if k.cluster {
+			kindOpts = clusterOpts
+		}
+		err := c.List(ctx, k.list, kindOpts...)
+		if err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
+			fmt.Fprintf(o.streams.ErrOut, "Warning: %s is not served by the apiserver (is the CustomResourceDefinition installed?); listing the other kinds\n", k.kind)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, k.rows(k.list)...)
+	}
+	return rows, nil
+}
+
+// printRows prints rows as a document (-o json, yaml, name, jsonpath):
+// an empty list rather than null when there are none.
+func (o *statusOptions) printRows(rows []StatusRow) error {
+	if rows == nil {
+		rows = []StatusRow{}
+	}
+	named := make([]*unstructured.Unstructured, 0, len(rows))
+	for _, r := range rows {
+		named = append(named, namedObject(v1alpha1.GroupVersion.String(), r.Kind, r.Namespace, r.Name))
+	}
+	return o.output.printDoc(o.streams.Out, rows, named)
+}
+
+// statusTable is the table of rows, with a MESSAGE column when wide;
+// READY and CONTESTED are painted.
+func statusTable(rows []StatusRow, paint *painter, wide bool) [][]cell {
 	header := []cell{{text: "KIND"}, {text: "NAMESPACE"}, {text: "NAME"}, {text: "READY"}, {text: "REASON"}, {text: "CONTESTED"}, {text: "DETAIL"}}
 	if wide {
 		header = append(header, cell{text: "MESSAGE"})
@@ -210,7 +255,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 		}
 		table = append(table, line)
 	}
-	return writeTable(o.streams.Out, table)
+	return table
 }
 
 func ready(conds []metav1.Condition) (status, reason, message string) {

@@ -122,23 +122,10 @@ func Generate(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, obj := range rest {
-		name, b, err := manifestFile(obj)
-		if err != nil {
-			return nil, err
-		}
-		files[filepath.Join(ManifestsDir, name)] = b
+	if err := addManifests(files, rest); err != nil {
+		return nil, err
 	}
-
-	// alm-examples are objects of the owned kinds: the samples' accounts
-	// (ServiceAccounts, Roles) are left out.
-	examples := make([]map[string]interface{}, 0, len(samples))
-	for _, s := range samples {
-		if s.GroupVersionKind().Group == "fieldops.dev" {
-			examples = append(examples, s.Object)
-		}
-	}
-	almExamples, err := json.MarshalIndent(examples, "", "  ")
+	almExamples, err := almExamples(samples)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +135,7 @@ func Generate(o Options) (map[string][]byte, error) {
 	if csv.Annotations == nil {
 		csv.Annotations = map[string]string{}
 	}
-	csv.Annotations["alm-examples"] = string(almExamples)
+	csv.Annotations["alm-examples"] = almExamples
 	csv.Annotations["containerImage"] = o.Image
 	csv.Spec.Icon = []Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
 	csv.Spec.Install = NamedInstallStrategy{Strategy: "deployment", Spec: strategy}
@@ -170,6 +157,32 @@ func Generate(o Options) (map[string][]byte, error) {
 	return files, nil
 }
 
+// addManifests adds each object to files, in bundle/manifests.
+func addManifests(files map[string][]byte, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		name, b, err := manifestFile(obj)
+		if err != nil {
+			return err
+		}
+		files[filepath.Join(ManifestsDir, name)] = b
+	}
+	return nil
+}
+
+// almExamples is the CSV's alm-examples annotation: the samples of the
+// owned kinds, as an indented JSON array (the samples' accounts,
+// ServiceAccounts and Roles, are left out).
+func almExamples(samples []*unstructured.Unstructured) (string, error) {
+	examples := make([]map[string]interface{}, 0, len(samples))
+	for _, s := range samples {
+		if s.GroupVersionKind().Group == "fieldops.dev" {
+			examples = append(examples, s.Object)
+		}
+	}
+	b, err := json.MarshalIndent(examples, "", "  ")
+	return string(b), err
+}
+
 // install is installStrategy and the account webhook its Deployment
 // serves (accountWebhook).
 func install(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []WebhookDescription, []*unstructured.Unstructured, error) {
@@ -185,111 +198,195 @@ func install(objs []*unstructured.Unstructured, image string) (InstallStrategySp
 // (with image), the rules bound to its ServiceAccount, and drops the
 // Namespace and ServiceAccount OLM creates. It returns the other objects,
 // which go to bundle/manifests.
-//
-//nolint:gocyclo // one case per kind config/default holds, so a new kind is an error here.
 func installStrategy(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []*unstructured.Unstructured, error) {
-	var (
-		spec           InstallStrategySpec
-		rest           []*unstructured.Unstructured
-		roles          = map[string][]rbacv1.PolicyRule{}
-		clusterRoles   = map[string]*unstructured.Unstructured{}
-		bindings       []*rbacv1.RoleBinding
-		clusterBinds   []*rbacv1.ClusterRoleBinding
-		serviceAccount = map[string]bool{}
-	)
+	m := &managerObjects{
+		image:          image,
+		roles:          map[string][]rbacv1.PolicyRule{},
+		clusterRoles:   map[string]*unstructured.Unstructured{},
+		serviceAccount: map[string]bool{},
+	}
 	for _, obj := range objs {
-		switch obj.GroupVersionKind().GroupKind().String() {
-		case "Namespace", "ServiceAccount":
-			if obj.GetKind() == "ServiceAccount" {
-				serviceAccount[obj.GetName()] = true
-			}
-		case "Deployment.apps":
-			d := &appsv1.Deployment{}
-			if err := fromUnstructured(obj, d); err != nil {
-				return spec, nil, err
-			}
-			for i := range d.Spec.Template.Spec.Containers {
-				if d.Spec.Template.Spec.Containers[i].Name == "manager" {
-					d.Spec.Template.Spec.Containers[i].Image = image
-				}
-			}
-			spec.Deployments = append(spec.Deployments, DeploymentSpec{Name: d.Name, Label: d.Labels, Spec: d.Spec})
-		case "Role.rbac.authorization.k8s.io":
-			r := &rbacv1.Role{}
-			if err := fromUnstructured(obj, r); err != nil {
-				return spec, nil, err
-			}
-			roles[r.Name] = r.Rules
-		case "RoleBinding.rbac.authorization.k8s.io":
-			rb := &rbacv1.RoleBinding{}
-			if err := fromUnstructured(obj, rb); err != nil {
-				return spec, nil, err
-			}
-			bindings = append(bindings, rb)
-		case "ClusterRole.rbac.authorization.k8s.io":
-			clusterRoles[obj.GetName()] = obj
-		case "ClusterRoleBinding.rbac.authorization.k8s.io":
-			crb := &rbacv1.ClusterRoleBinding{}
-			if err := fromUnstructured(obj, crb); err != nil {
-				return spec, nil, err
-			}
-			clusterBinds = append(clusterBinds, crb)
-		case "CustomResourceDefinition.apiextensions.k8s.io", "Service":
-			rest = append(rest, obj)
-		case "NetworkPolicy.networking.k8s.io":
-			// Not a kind every OLM release installs from a bundle; the
-			// operator's guide applies config/network-policy separately.
-		case "MutatingAdmissionPolicy.admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding.admissionregistration.k8s.io":
-			// OLM installs no admission policy from a bundle: the manager
-			// adds the finalizers itself (one write more per object); the
-			// operator's guide applies config/admission separately.
-		case "ValidatingAdmissionPolicy.admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io":
-			// Nor a validating policy: the manager serves the
-			// account-impersonation policy's rule as a webhook the CSV
-			// declares (accountWebhook), and refuses a patch over the
-			// patch-limits policy's limits itself.
-		default:
-			return spec, nil, fmt.Errorf("config/default has a %s %s that the bundle has no place for", obj.GetKind(), obj.GetName())
+		place, ok := placeByKind[obj.GroupVersionKind().GroupKind().String()]
+		if !ok {
+			return m.spec, nil, fmt.Errorf("config/default has a %s %s that the bundle has no place for", obj.GetKind(), obj.GetName())
+		}
+		if err := place(m, obj); err != nil {
+			return m.spec, nil, err
 		}
 	}
-	perms := map[string][]rbacv1.PolicyRule{}
-	for _, rb := range bindings {
-		for _, s := range rb.Subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && serviceAccount[s.Name] {
-				rules, ok := roles[rb.RoleRef.Name]
-				if !ok || rb.RoleRef.Kind != "Role" {
-					return spec, nil, fmt.Errorf("RoleBinding %s binds %s %s, which config/default does not define", rb.Name, rb.RoleRef.Kind, rb.RoleRef.Name)
-				}
-				perms[s.Name] = append(perms[s.Name], rules...)
-			}
-		}
+	perms, err := m.permissions()
+	if err != nil {
+		return m.spec, nil, err
 	}
-	clusterPerms := map[string][]rbacv1.PolicyRule{}
-	bound := map[string]bool{}
-	for _, crb := range clusterBinds {
-		for _, s := range crb.Subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && serviceAccount[s.Name] {
-				obj, ok := clusterRoles[crb.RoleRef.Name]
-				if !ok {
-					return spec, nil, fmt.Errorf("ClusterRoleBinding %s binds ClusterRole %s, which config/default does not define", crb.Name, crb.RoleRef.Name)
-				}
-				cr := &rbacv1.ClusterRole{}
-				if err := fromUnstructured(obj, cr); err != nil {
-					return spec, nil, err
-				}
-				clusterPerms[s.Name] = append(clusterPerms[s.Name], cr.Rules...)
-				bound[cr.Name] = true
-			}
-		}
+	clusterPerms, bound, err := m.clusterPermissions()
+	if err != nil {
+		return m.spec, nil, err
 	}
+	rest := m.rest
 	for _, obj := range objs {
 		if obj.GetKind() == "ClusterRole" && !bound[obj.GetName()] {
 			rest = append(rest, obj)
 		}
 	}
-	spec.Permissions = sortedPermissions(perms)
-	spec.ClusterPermissions = sortedPermissions(clusterPerms)
-	return spec, rest, nil
+	m.spec.Permissions = sortedPermissions(perms)
+	m.spec.ClusterPermissions = sortedPermissions(clusterPerms)
+	return m.spec, rest, nil
+}
+
+// managerObjects are config/default's objects sorted by where the bundle
+// puts them: the install strategy's Deployments, the RBAC that becomes
+// its permissions, the manager's ServiceAccounts, and the rest.
+type managerObjects struct {
+	image          string
+	spec           InstallStrategySpec
+	rest           []*unstructured.Unstructured
+	roles          map[string][]rbacv1.PolicyRule
+	clusterRoles   map[string]*unstructured.Unstructured
+	bindings       []*rbacv1.RoleBinding
+	clusterBinds   []*rbacv1.ClusterRoleBinding
+	serviceAccount map[string]bool
+}
+
+// placeByKind places each kind config/default holds, by group and kind;
+// a kind not here is an error, so a new kind needs a decision.
+var placeByKind = map[string]func(m *managerObjects, obj *unstructured.Unstructured) error{
+	// OLM creates the Namespace and the ServiceAccount; the
+	// ServiceAccount's name says whose RBAC becomes the permissions.
+	"Namespace":      leaveOut,
+	"ServiceAccount": (*managerObjects).addServiceAccount,
+	// The install strategy: the Deployment and the RBAC bound to its
+	// ServiceAccount.
+	"Deployment.apps":                              (*managerObjects).addDeployment,
+	"Role.rbac.authorization.k8s.io":               (*managerObjects).addRole,
+	"RoleBinding.rbac.authorization.k8s.io":        (*managerObjects).addRoleBinding,
+	"ClusterRole.rbac.authorization.k8s.io":        (*managerObjects).addClusterRole,
+	"ClusterRoleBinding.rbac.authorization.k8s.io": (*managerObjects).addClusterRoleBinding,
+	// bundle/manifests, as they are.
+	"CustomResourceDefinition.apiextensions.k8s.io": (*managerObjects).addManifest,
+	"Service": (*managerObjects).addManifest,
+	// Not a kind every OLM release installs from a bundle; the
+	// operator's guide applies config/network-policy separately.
+	"NetworkPolicy.networking.k8s.io": leaveOut,
+	// OLM installs no admission policy from a bundle: the manager adds
+	// the finalizers itself (one write more per object); the operator's
+	// guide applies config/admission separately.
+	"MutatingAdmissionPolicy.admissionregistration.k8s.io":        leaveOut,
+	"MutatingAdmissionPolicyBinding.admissionregistration.k8s.io": leaveOut,
+	// Nor a validating policy: the manager serves the
+	// account-impersonation policy's rule as a webhook the CSV declares
+	// (accountWebhook), and refuses a patch over the patch-limits
+	// policy's limits itself.
+	"ValidatingAdmissionPolicy.admissionregistration.k8s.io":        leaveOut,
+	"ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io": leaveOut,
+}
+
+// leaveOut places an object nowhere in the bundle.
+func leaveOut(*managerObjects, *unstructured.Unstructured) error { return nil }
+
+func (m *managerObjects) addServiceAccount(obj *unstructured.Unstructured) error {
+	m.serviceAccount[obj.GetName()] = true
+	return nil
+}
+
+// addDeployment adds a Deployment to the install strategy, its manager
+// container running image.
+func (m *managerObjects) addDeployment(obj *unstructured.Unstructured) error {
+	d := &appsv1.Deployment{}
+	if err := fromUnstructured(obj, d); err != nil {
+		return err
+	}
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == "manager" {
+			d.Spec.Template.Spec.Containers[i].Image = m.image
+		}
+	}
+	m.spec.Deployments = append(m.spec.Deployments, DeploymentSpec{Name: d.Name, Label: d.Labels, Spec: d.Spec})
+	return nil
+}
+
+func (m *managerObjects) addRole(obj *unstructured.Unstructured) error {
+	r := &rbacv1.Role{}
+	if err := fromUnstructured(obj, r); err != nil {
+		return err
+	}
+	m.roles[r.Name] = r.Rules
+	return nil
+}
+
+func (m *managerObjects) addRoleBinding(obj *unstructured.Unstructured) error {
+	rb := &rbacv1.RoleBinding{}
+	if err := fromUnstructured(obj, rb); err != nil {
+		return err
+	}
+	m.bindings = append(m.bindings, rb)
+	return nil
+}
+
+func (m *managerObjects) addClusterRole(obj *unstructured.Unstructured) error {
+	m.clusterRoles[obj.GetName()] = obj
+	return nil
+}
+
+func (m *managerObjects) addClusterRoleBinding(obj *unstructured.Unstructured) error {
+	crb := &rbacv1.ClusterRoleBinding{}
+	if err := fromUnstructured(obj, crb); err != nil {
+		return err
+	}
+	m.clusterBinds = append(m.clusterBinds, crb)
+	return nil
+}
+
+// addManifest puts obj in bundle/manifests as it is.
+func (m *managerObjects) addManifest(obj *unstructured.Unstructured) error {
+	m.rest = append(m.rest, obj)
+	return nil
+}
+
+// permissions are the rules of the Roles bound to the manager's
+// ServiceAccounts, by ServiceAccount; a binding to a Role config/default
+// does not define is an error.
+func (m *managerObjects) permissions() (map[string][]rbacv1.PolicyRule, error) {
+	perms := map[string][]rbacv1.PolicyRule{}
+	for _, rb := range m.bindings {
+		for _, s := range rb.Subjects {
+			if s.Kind != rbacv1.ServiceAccountKind || !m.serviceAccount[s.Name] {
+				continue
+			}
+			rules, ok := m.roles[rb.RoleRef.Name]
+			if !ok || rb.RoleRef.Kind != "Role" {
+				return nil, fmt.Errorf("RoleBinding %s binds %s %s, which config/default does not define", rb.Name, rb.RoleRef.Kind, rb.RoleRef.Name)
+			}
+			perms[s.Name] = append(perms[s.Name], rules...)
+		}
+	}
+	return perms, nil
+}
+
+// clusterPermissions are the rules of the ClusterRoles bound to the
+// manager's ServiceAccounts, by ServiceAccount, and the names of those
+// ClusterRoles; a binding to a ClusterRole config/default does not define
+// is an error.
+func (m *managerObjects) clusterPermissions() (map[string][]rbacv1.PolicyRule, map[string]bool, error) {
+	clusterPerms := map[string][]rbacv1.PolicyRule{}
+	bound := map[string]bool{}
+	for _, crb := range m.clusterBinds {
+		for _, s := range crb.Subjects {
+			if s.Kind != rbacv1.ServiceAccountKind || !m.serviceAccount[s.Name] {
+				continue
+			}
+			obj, ok := m.clusterRoles[crb.RoleRef.Name]
+			if !ok {
+				return nil, nil, fmt.Errorf("ClusterRoleBinding %s binds ClusterRole %s, which config/default does not define", crb.Name, crb.RoleRef.Name)
+			}
+			cr := &rbacv1.ClusterRole{}
+			if err := fromUnstructured(obj, cr); err != nil {
+				return nil, nil, err
+			}
+			clusterPerms[s.Name] = append(clusterPerms[s.Name], cr.Rules...)
+			bound[cr.Name] = true
+		}
+	}
+	return clusterPerms, bound, nil
 }
 
 func sortedPermissions(m map[string][]rbacv1.PolicyRule) []Permissions {

@@ -155,230 +155,392 @@ func dockerLabels(df []byte) map[string]string {
 //     operatorframework.io/arch.<arch> and operatorframework.io/os.<os>
 //     labels saying which platforms its image supports.
 //
-//nolint:gocyclo // one check per rule of operator-framework's bundle validation, in its order.
+// The checks are the rules of annotationRules and, when the bundle has a
+// CSV, of csvBundleRules; the problems are sorted by message, except that
+// a bundle without a CSV stops at that problem, in the rules' order.
 func (b *Bundle) Validate() []error {
-	var errs []error
-	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	for _, rule := range annotationRules {
+		rule(b, &p)
+	}
+	if b.CSV == nil {
+		p.add("manifests/: no ClusterServiceVersion")
+		return p
+	}
+	for _, rule := range csvBundleRules {
+		rule(b, &p)
+	}
+	sort.Slice(p, func(i, j int) bool { return p[i].Error() < p[j].Error() })
+	return p
+}
 
-	pkg := b.Annotations["operators.operatorframework.io.bundle.package.v1"]
+// problems are the problems a validation found, one error each.
+type problems []error
+
+// add records a problem, formatted as fmt.Errorf formats.
+func (p *problems) add(format string, args ...interface{}) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+// A bundleRule is one check of Validate; it adds what it finds to p.
+type bundleRule func(b *Bundle, p *problems)
+
+// annotationRules check metadata/annotations.yaml and bundle.Dockerfile,
+// in operator-framework's order.
+var annotationRules = []bundleRule{
+	checkAnnotationKeys,
+	checkMediaType,
+	checkDirectories,
+	checkDefaultChannel,
+	checkChannelNames,
+	checkDockerLabels,
+}
+
+// csvBundleRules check the CSV and what it owns, in operator-framework's
+// order; they run when the bundle has a CSV.
+var csvBundleRules = []bundleRule{
+	func(b *Bundle, p *problems) { *p = append(*p, validateCSV(b.CSV, b.pkg())...) },
+	func(b *Bundle, p *problems) { *p = append(*p, validatePlatformLabels(b.CSV.Labels)...) },
+	checkCRDsOwned,
+	checkOwnedCRDs,
+	checkExamples,
+	checkOtherKinds,
+}
+
+// annotation is the value of operators.operatorframework.io.bundle.<key>.v1.
+func (b *Bundle) annotation(key string) string {
+	return b.Annotations["operators.operatorframework.io.bundle."+key+".v1"]
+}
+
+// pkg is the bundle's package name.
+func (b *Bundle) pkg() string { return b.annotation("package") }
+
+// channels are the bundle's channels, trimmed (an empty name stays).
+func (b *Bundle) channels() []string {
+	var out []string
+	for _, c := range strings.Split(b.annotation("channels"), ",") {
+		out = append(out, strings.TrimSpace(c))
+	}
+	return out
+}
+
+func checkAnnotationKeys(b *Bundle, p *problems) {
 	for _, k := range []string{"mediatype", "manifests", "metadata", "package", "channels", "channel.default"} {
-		key := "operators.operatorframework.io.bundle." + k + ".v1"
-		if b.Annotations[key] == "" {
-			add("metadata/annotations.yaml: %s is missing", key)
+		if b.annotation(k) == "" {
+			p.add("metadata/annotations.yaml: %s is missing", "operators.operatorframework.io.bundle."+k+".v1")
 		}
 	}
-	if mt := b.Annotations["operators.operatorframework.io.bundle.mediatype.v1"]; mt != "" && mt != "registry+v1" {
-		add("metadata/annotations.yaml: media type %q, want registry+v1", mt)
+}
+
+func checkMediaType(b *Bundle, p *problems) {
+	if mt := b.annotation("mediatype"); mt != "" && mt != "registry+v1" {
+		p.add("metadata/annotations.yaml: media type %q, want registry+v1", mt)
 	}
-	if d := b.Annotations["operators.operatorframework.io.bundle.manifests.v1"]; d != "" && d != "manifests/" {
-		add("metadata/annotations.yaml: manifests directory %q, want manifests/", d)
+}
+
+func checkDirectories(b *Bundle, p *problems) {
+	if d := b.annotation("manifests"); d != "" && d != "manifests/" {
+		p.add("metadata/annotations.yaml: manifests directory %q, want manifests/", d)
 	}
-	if d := b.Annotations["operators.operatorframework.io.bundle.metadata.v1"]; d != "" && d != "metadata/" {
-		add("metadata/annotations.yaml: metadata directory %q, want metadata/", d)
+	if d := b.annotation("metadata"); d != "" && d != "metadata/" {
+		p.add("metadata/annotations.yaml: metadata directory %q, want metadata/", d)
 	}
-	if def := b.Annotations["operators.operatorframework.io.bundle.channel.default.v1"]; def != "" {
-		found := false
-		for _, c := range strings.Split(b.Annotations["operators.operatorframework.io.bundle.channels.v1"], ",") {
-			found = found || strings.TrimSpace(c) == def
+}
+
+func checkDefaultChannel(b *Bundle, p *problems) {
+	if def := b.annotation("channel.default"); def != "" && !slices.Contains(b.channels(), def) {
+		p.add("metadata/annotations.yaml: default channel %q is not among the channels", def)
+	}
+}
+
+func checkChannelNames(b *Bundle, p *problems) {
+	for _, c := range b.channels() {
+		if c != "" && !ChannelNameOK(c) {
+			p.add("metadata/annotations.yaml: channel %q does not follow the channel naming convention (candidate, fast or stable, optionally with a suffix: stable-v1)", c)
 		}
-		if !found {
-			add("metadata/annotations.yaml: default channel %q is not among the channels", def)
-		}
 	}
-	for _, c := range strings.Split(b.Annotations["operators.operatorframework.io.bundle.channels.v1"], ",") {
-		if c = strings.TrimSpace(c); c != "" && !ChannelNameOK(c) {
-			add("metadata/annotations.yaml: channel %q does not follow the channel naming convention (candidate, fast or stable, optionally with a suffix: stable-v1)", c)
-		}
-	}
+}
+
+func checkDockerLabels(b *Bundle, p *problems) {
 	for k, v := range b.Annotations {
 		if b.Labels[k] != v {
-			add("bundle.Dockerfile: LABEL %s=%q, want %q as in metadata/annotations.yaml", k, b.Labels[k], v)
+			p.add("bundle.Dockerfile: LABEL %s=%q, want %q as in metadata/annotations.yaml", k, b.Labels[k], v)
 		}
 	}
+}
 
-	csv := b.CSV
-	if csv == nil {
-		add("manifests/: no ClusterServiceVersion")
-		return errs
+// checkCRDsOwned wants every CRD in manifests/ owned by the CSV.
+func checkCRDsOwned(b *Bundle, p *problems) {
+	owned := map[string]bool{}
+	for _, d := range b.CSV.Spec.CustomResourceDefinitions.Owned {
+		owned[d.Name] = true
 	}
-	errs = append(errs, validateCSV(csv, pkg)...)
-	errs = append(errs, validatePlatformLabels(csv.Labels)...)
-
-	owned := map[string]CRDDescription{}
-	for _, d := range csv.Spec.CustomResourceDefinitions.Owned {
-		owned[d.Name] = d
-	}
-	crdByName := map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for file, crd := range b.CRDs {
-		crdByName[crd.Name] = crd
-		if _, ok := owned[crd.Name]; !ok {
-			add("manifests/%s: CRD %s is not owned by the CSV", file, crd.Name)
+		if !owned[crd.Name] {
+			p.add("manifests/%s: CRD %s is not owned by the CSV", file, crd.Name)
 		}
 	}
-	ownedKinds := map[schema.GroupVersionKind]bool{}
-	for _, d := range csv.Spec.CustomResourceDefinitions.Owned {
-		crd, ok := crdByName[d.Name]
+}
+
+// crdByName are the bundle's CRDs by name.
+func (b *Bundle) crdByName() map[string]*apiextensionsv1.CustomResourceDefinition {
+	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, crd := range b.CRDs {
+		out[crd.Name] = crd
+	}
+	return out
+}
+
+// checkOwnedCRDs wants every CRD the CSV owns in manifests/, of the kind
+// the CSV says, serving the version it says, described, and with
+// descriptors for exactly the fields of its schema.
+func checkOwnedCRDs(b *Bundle, p *problems) {
+	crds := b.crdByName()
+	for _, d := range b.CSV.Spec.CustomResourceDefinitions.Owned {
+		crd, ok := crds[d.Name]
 		if !ok {
-			add("CSV owns CRD %s, which is not in manifests/", d.Name)
+			p.add("CSV owns CRD %s, which is not in manifests/", d.Name)
 			continue
 		}
 		if crd.Spec.Names.Kind != d.Kind {
-			add("CSV owns %s as kind %s, the CRD says %s", d.Name, d.Kind, crd.Spec.Names.Kind)
+			p.add("CSV owns %s as kind %s, the CRD says %s", d.Name, d.Kind, crd.Spec.Names.Kind)
 		}
 		v := servedVersion(crd, d.Version)
 		if v == nil {
-			add("CSV owns %s version %s, which the CRD does not serve", d.Name, d.Version)
+			p.add("CSV owns %s version %s, which the CRD does not serve", d.Name, d.Version)
 			continue
 		}
-		ownedKinds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: d.Version, Kind: d.Kind}] = true
 		if d.DisplayName == "" || d.Description == "" {
-			add("CSV owned CRD %s has no displayName or description", d.Name)
+			p.add("CSV owned CRD %s has no displayName or description", d.Name)
 		}
-		for _, ds := range []struct {
-			root string
-			list []Descriptor
-		}{{"spec", d.SpecDescriptors}, {"status", d.StatusDescriptors}} {
-			described := map[string]bool{}
-			for _, desc := range ds.list {
-				described[strings.SplitN(desc.Path, ".", 2)[0]] = true
-				if !schemaHasPath(v.Schema, ds.root+"."+desc.Path) {
-					add("CSV %s %sDescriptor %q is not a field of the CRD's schema", d.Name, ds.root, desc.Path)
-				}
-			}
-			// The scorecard's olm-spec-descriptors and
-			// olm-status-descriptors tests want every field described.
-			for _, field := range topLevelFields(v.Schema, ds.root) {
-				if !described[field] {
-					add("CSV %s has no %sDescriptor for %s.%s", d.Name, ds.root, ds.root, field)
-				}
-			}
-		}
+		checkDescriptors(d.Name, "spec", d.SpecDescriptors, v.Schema, p)
+		checkDescriptors(d.Name, "status", d.StatusDescriptors, v.Schema, p)
 	}
+}
 
-	var examples []map[string]interface{}
-	if raw, ok := csv.Annotations["alm-examples"]; !ok {
-		add("CSV has no alm-examples annotation")
-	} else if err := json.Unmarshal([]byte(raw), &examples); err != nil {
-		add("CSV alm-examples is not a JSON array of objects: %v", err)
+// checkDescriptors wants each descriptor of root (spec or status) to name
+// a field of the schema and, as the scorecard's olm-spec-descriptors and
+// olm-status-descriptors tests do, every top-level field described.
+func checkDescriptors(crd, root string, list []Descriptor, schema *apiextensionsv1.CustomResourceValidation, p *problems) {
+	described := map[string]bool{}
+	for _, desc := range list {
+		described[strings.SplitN(desc.Path, ".", 2)[0]] = true
+		if !schemaHasPath(schema, root+"."+desc.Path) {
+			p.add("CSV %s %sDescriptor %q is not a field of the CRD's schema", crd, root, desc.Path)
+		}
 	}
+	for _, field := range topLevelFields(schema, root) {
+		if !described[field] {
+			p.add("CSV %s has no %sDescriptor for %s.%s", crd, root, root, field)
+		}
+	}
+}
+
+// ownedKinds are the kinds the CSV owns whose CRD is in manifests/ and
+// serves the owned version.
+func (b *Bundle) ownedKinds() map[schema.GroupVersionKind]bool {
+	crds := b.crdByName()
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, d := range b.CSV.Spec.CustomResourceDefinitions.Owned {
+		if crd, ok := crds[d.Name]; ok && servedVersion(crd, d.Version) != nil {
+			kinds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: d.Version, Kind: d.Kind}] = true
+		}
+	}
+	return kinds
+}
+
+// checkExamples wants alm-examples a JSON array of objects, each of an
+// owned kind, with an example of every owned kind.
+func checkExamples(b *Bundle, p *problems) {
+	var examples []map[string]interface{}
+	if raw, ok := b.CSV.Annotations["alm-examples"]; !ok {
+		p.add("CSV has no alm-examples annotation")
+	} else if err := json.Unmarshal([]byte(raw), &examples); err != nil {
+		p.add("CSV alm-examples is not a JSON array of objects: %v", err)
+	}
+	owned := b.ownedKinds()
 	seen := map[schema.GroupVersionKind]bool{}
 	for i, ex := range examples {
 		gvk := (&unstructured.Unstructured{Object: ex}).GroupVersionKind()
-		if !ownedKinds[gvk] {
-			add("alm-examples[%d]: %s is not an owned kind", i, gvk)
+		if !owned[gvk] {
+			p.add("alm-examples[%d]: %s is not an owned kind", i, gvk)
 		}
 		seen[gvk] = true
 	}
-	for gvk := range ownedKinds {
+	for gvk := range owned {
 		if !seen[gvk] {
-			add("alm-examples has no example of %s", gvk.Kind)
+			p.add("alm-examples has no example of %s", gvk.Kind)
 		}
 	}
-
-	for file, obj := range b.Others {
-		if !supportedKinds[obj.GetKind()] {
-			add("manifests/%s: OLM does not install %s objects from a bundle", file, obj.GetKind())
-		}
-	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errs
 }
 
-//nolint:gocyclo // one check per CSV rule of operator-framework's validation, in its order.
+// checkOtherKinds wants only kinds OLM installs from a bundle.
+func checkOtherKinds(b *Bundle, p *problems) {
+	for file, obj := range b.Others {
+		if !supportedKinds[obj.GetKind()] {
+			p.add("manifests/%s: OLM does not install %s objects from a bundle", file, obj.GetKind())
+		}
+	}
+}
+
+// A csvRule is one check of validateCSV; it adds what it finds to p.
+type csvRule func(csv *ClusterServiceVersion, pkg string, p *problems)
+
+// csvRules are the CSV's checks, in operator-framework's order.
+var csvRules = []csvRule{
+	checkCSVIdentity,
+	checkCSVRequiredFields,
+	checkCSVIcons,
+	checkCSVInstallModes,
+	checkCSVInstallStrategy,
+	checkCSVDeployments,
+	func(csv *ClusterServiceVersion, _ string, p *problems) {
+		*p = append(*p, validateWebhooks(csv.Spec.WebhookDefinitions, deploymentNames(&csv.Spec))...)
+	},
+}
+
+// validateCSV checks the CSV of package pkg by csvRules.
 func validateCSV(csv *ClusterServiceVersion, pkg string) []error {
-	var errs []error
-	add := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	for _, rule := range csvRules {
+		rule(csv, pkg, &p)
+	}
+	return p
+}
+
+// checkCSVIdentity wants the CSV's API version, a semver version and
+// minKubeVersion, and the name <package>.v<version>.
+func checkCSVIdentity(csv *ClusterServiceVersion, pkg string, p *problems) {
 	s := csv.Spec
 	if csv.APIVersion != "operators.coreos.com/v1alpha1" {
-		add("CSV apiVersion %q, want operators.coreos.com/v1alpha1", csv.APIVersion)
+		p.add("CSV apiVersion %q, want operators.coreos.com/v1alpha1", csv.APIVersion)
 	}
 	if _, err := version.ParseSemantic(s.Version); err != nil {
-		add("CSV spec.version %q is not semver: %v", s.Version, err)
+		p.add("CSV spec.version %q is not semver: %v", s.Version, err)
 	}
 	if want := pkg + ".v" + s.Version; csv.Name != want {
-		add("CSV name %q, want %q (package.vVERSION)", csv.Name, want)
+		p.add("CSV name %q, want %q (package.vVERSION)", csv.Name, want)
 	}
 	if _, err := version.ParseSemantic(s.MinKubeVersion); err != nil {
-		add("CSV spec.minKubeVersion %q is not semver: %v", s.MinKubeVersion, err)
+		p.add("CSV spec.minKubeVersion %q is not semver: %v", s.MinKubeVersion, err)
 	}
+}
+
+func checkCSVRequiredFields(csv *ClusterServiceVersion, _ string, p *problems) {
+	s := csv.Spec
 	for field, empty := range map[string]bool{
 		"displayName": s.DisplayName == "", "description": s.Description == "", "provider.name": s.Provider.Name == "",
 		"maintainers": len(s.Maintainers) == 0, "keywords": len(s.Keywords) == 0, "links": len(s.Links) == 0, "maturity": s.Maturity == "",
 	} {
 		if empty {
-			add("CSV spec.%s is empty", field)
+			p.add("CSV spec.%s is empty", field)
 		}
 	}
-	if len(s.Icon) == 0 {
-		add("CSV spec.icon is empty")
+}
+
+// checkCSVIcons wants at least one icon, each base64 data of an image
+// type OLM shows.
+func checkCSVIcons(csv *ClusterServiceVersion, _ string, p *problems) {
+	if len(csv.Spec.Icon) == 0 {
+		p.add("CSV spec.icon is empty")
 	}
-	for _, icon := range s.Icon {
+	for _, icon := range csv.Spec.Icon {
 		if _, err := base64.StdEncoding.DecodeString(icon.Data); err != nil || icon.Data == "" {
-			add("CSV icon is not base64 data: %v", err)
+			p.add("CSV icon is not base64 data: %v", err)
 		}
 		switch icon.MediaType {
 		case "image/svg+xml", "image/png", "image/jpeg", "image/gif":
 		default:
-			add("CSV icon media type %q is not svg, png, jpeg or gif", icon.MediaType)
+			p.add("CSV icon media type %q is not svg, png, jpeg or gif", icon.MediaType)
 		}
 	}
+}
+
+// checkCSVInstallModes wants each of the four install modes stated once,
+// at least one supported.
+func checkCSVInstallModes(csv *ClusterServiceVersion, _ string, p *problems) {
 	modes := map[string]int{}
 	supported := false
-	for _, m := range s.InstallModes {
+	for _, m := range csv.Spec.InstallModes {
 		modes[m.Type]++
 		supported = supported || m.Supported
 	}
 	for _, t := range []string{InstallModeOwnNamespace, InstallModeSingleNamespace, InstallModeMultiNamespace, InstallModeAllNamespaces} {
 		if modes[t] != 1 {
-			add("CSV installModes state %s %d times, want once", t, modes[t])
+			p.add("CSV installModes state %s %d times, want once", t, modes[t])
 		}
 	}
 	if !supported {
-		add("CSV supports no install mode")
+		p.add("CSV supports no install mode")
 	}
+}
 
+// checkCSVInstallStrategy wants a deployment strategy with deployments,
+// and every permissions entry with a ServiceAccount and rules.
+func checkCSVInstallStrategy(csv *ClusterServiceVersion, _ string, p *problems) {
+	s := csv.Spec
 	if s.Install.Strategy != "deployment" {
-		add("CSV install strategy %q, want deployment", s.Install.Strategy)
+		p.add("CSV install strategy %q, want deployment", s.Install.Strategy)
 	}
 	if len(s.Install.Spec.Deployments) == 0 {
-		add("CSV install strategy has no deployments")
+		p.add("CSV install strategy has no deployments")
 	}
-	rbac := map[string]bool{}
-	for _, p := range append(append([]Permissions{}, s.Install.Spec.Permissions...), s.Install.Spec.ClusterPermissions...) {
-		if p.ServiceAccountName == "" || len(p.Rules) == 0 {
-			add("CSV permissions entry for %q has no ServiceAccount or no rules", p.ServiceAccountName)
+	for _, perm := range permissions(&s) {
+		if perm.ServiceAccountName == "" || len(perm.Rules) == 0 {
+			p.add("CSV permissions entry for %q has no ServiceAccount or no rules", perm.ServiceAccountName)
 		}
-		rbac[p.ServiceAccountName] = true
 	}
+}
+
+// permissions are the install strategy's permissions, then its
+// clusterPermissions.
+func permissions(s *CSVSpec) []Permissions {
+	return append(append([]Permissions{}, s.Install.Spec.Permissions...), s.Install.Spec.ClusterPermissions...)
+}
+
+// deploymentNames are the names of the install strategy's deployments.
+func deploymentNames(s *CSVSpec) map[string]bool {
 	names := map[string]bool{}
 	for _, d := range s.Install.Spec.Deployments {
+		names[d.Name] = true
+	}
+	return names
+}
+
+// checkCSVDeployments wants each deployment named once, with a selector
+// that matches its pod labels, a ServiceAccount with permissions, and an
+// image for each container.
+func checkCSVDeployments(csv *ClusterServiceVersion, _ string, p *problems) {
+	rbac := map[string]bool{}
+	for _, perm := range permissions(&csv.Spec) {
+		rbac[perm.ServiceAccountName] = true
+	}
+	names := map[string]bool{}
+	for _, d := range csv.Spec.Install.Spec.Deployments {
 		if d.Name == "" || names[d.Name] {
-			add("CSV install strategy deployment name %q is empty or repeated", d.Name)
+			p.add("CSV install strategy deployment name %q is empty or repeated", d.Name)
 		}
 		names[d.Name] = true
 		sel := d.Spec.Selector
 		if sel == nil || len(sel.MatchLabels) == 0 {
-			add("deployment %s has no selector", d.Name)
+			p.add("deployment %s has no selector", d.Name)
 		}
 		if sel != nil {
 			for k, v := range sel.MatchLabels {
 				if d.Spec.Template.Labels[k] != v {
-					add("deployment %s selector %s=%s does not match its pod template labels", d.Name, k, v)
+					p.add("deployment %s selector %s=%s does not match its pod template labels", d.Name, k, v)
 				}
 			}
 		}
-		sa := d.Spec.Template.Spec.ServiceAccountName
-		if sa == "" || !rbac[sa] {
-			add("deployment %s runs as ServiceAccount %q, which has no permissions or clusterPermissions", d.Name, sa)
+		if sa := d.Spec.Template.Spec.ServiceAccountName; sa == "" || !rbac[sa] {
+			p.add("deployment %s runs as ServiceAccount %q, which has no permissions or clusterPermissions", d.Name, sa)
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Image == "" {
-				add("deployment %s container %s has no image", d.Name, c.Name)
+				p.add("deployment %s container %s has no image", d.Name, c.Name)
 			}
 		}
 	}
-	errs = append(errs, validateWebhooks(s.WebhookDefinitions, names)...)
-	return errs
 }
 
 // validateWebhooks checks the CSV's webhook definitions for what OLM

@@ -122,7 +122,9 @@ func instances(v interface{}, path Path, at string, fp fieldset.Path, fpValid bo
 	return out
 }
 
-//nolint:gocyclo // one case per kind of breaking CRD change.
+// checkOne finds what the change c does to the instance at: to the
+// items of a list whose type or keys change, and to the managers that own
+// it (checkHolders).
 func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Finding {
 	var out []Finding
 	add := func(sev Severity, path, reason string, args ...interface{}) {
@@ -144,20 +146,25 @@ func checkOne(c Change, at instance, owners ownershipcore.ManagedFields) []Findi
 	if !at.fpValid {
 		return out
 	}
-	holders := ownersOf(owners, at.fp)
+	checkHolders(c, at.path, ownersOf(owners, at.fp), add)
+	return out
+}
+
+// checkHolders finds what the change c does to the managers (holders)
+// that own the field at path or its entries.
+func checkHolders(c Change, path string, holders []string, add func(Severity, string, string, ...interface{})) {
 	if len(holders) == 0 {
-		return out
+		return
 	}
 	wasAtomic, isAtomic := c.Old.Type == "atomic", c.New.Type == "atomic"
 	switch {
 	case wasAtomic && !isAtomic:
-		add(Warning, at.path, "%s owned it whole (atomic); now %s only the field itself, none of its entries (SSA docs, \"Merge strategy\"): another manager may apply entries without a conflict, and the owner's apply no longer removes the entries it drops", strings.Join(holders, ", "), pronoun(holders))
+		add(Warning, path, "%s owned it whole (atomic); now %s only the field itself, none of its entries (SSA docs, \"Merge strategy\"): another manager may apply entries without a conflict, and the owner's apply no longer removes the entries it drops", strings.Join(holders, ", "), pronoun(holders))
 	case !wasAtomic && isAtomic && len(holders) > 1:
-		add(Break, at.path, "%s own entries of it; as atomic, the first write of the object after the change makes each of them own it whole (managedFields keep the field, not the entries; the values stay), so the next apply by one of them that changes it fails with a conflict with the others (\"Apply failed with 1 conflict: conflict with ...\"), and a forced one replaces it whole, dropping the others' entries", strings.Join(holders, ", "))
+		add(Break, path, "%s own entries of it; as atomic, the first write of the object after the change makes each of them own it whole (managedFields keep the field, not the entries; the values stay), so the next apply by one of them that changes it fails with a conflict with the others (\"Apply failed with 1 conflict: conflict with ...\"), and a forced one replaces it whole, dropping the others' entries", strings.Join(holders, ", "))
 	case c.Old.Type == "map" && c.New.Type == "map" && len(holders) > 0:
-		add(Warning, at.path, "managedFields name its entries by the keys [%s]; with the keys [%s] those entries are other fields: %s lose ownership of the entries they applied", strings.Join(c.Old.Keys, ","), strings.Join(c.New.Keys, ","), strings.Join(holders, ", "))
+		add(Warning, path, "managedFields name its entries by the keys [%s]; with the keys [%s] those entries are other fields: %s lose ownership of the entries they applied", strings.Join(c.Old.Keys, ","), strings.Join(c.New.Keys, ","), strings.Join(holders, ", "))
 	}
-	return out
 }
 
 func pronoun(holders []string) string {

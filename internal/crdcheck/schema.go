@@ -126,7 +126,9 @@ func mapTopology(s *apiextv1.JSONSchemaProps) Topology {
 	return Topology{Type: "granular"}
 }
 
-//nolint:gocyclo // one case per OpenAPI schema keyword that can break stored objects.
+// walk appends to out the changes of list and map topology between old
+// and next, the schemas at path, and walks the properties, items and
+// additional properties both have.
 func walk(version string, path Path, old, next *apiextv1.JSONSchemaProps, out *[]Change) {
 	if old == nil || next == nil {
 		return
@@ -134,41 +136,53 @@ func walk(version string, path Path, old, next *apiextv1.JSONSchemaProps, out *[
 	path = slices.Clip(path)
 	switch {
 	case old.Type == "array" && next.Type == "array":
-		o, n := listTopology(old), listTopology(next)
-		if o.Type != n.Type || !slices.Equal(o.Keys, n.Keys) {
-			c := Change{Version: version, Path: path, List: true, Old: o, New: n}
-			if n.Type == "map" && next.Items != nil && next.Items.Schema != nil {
-				for _, k := range n.Keys {
-					if p, ok := next.Items.Schema.Properties[k]; ok && p.Default != nil {
-						c.KeyDefaults = append(c.KeyDefaults, k)
-					}
+		walkArray(version, path, old, next, out)
+	case old.Type == "object" && next.Type == "object":
+		walkObject(version, path, old, next, out)
+	}
+}
+
+// walkArray appends a change of list type or keys (with the keys that
+// have defaults in next) and walks the items.
+func walkArray(version string, path Path, old, next *apiextv1.JSONSchemaProps, out *[]Change) {
+	o, n := listTopology(old), listTopology(next)
+	if o.Type != n.Type || !slices.Equal(o.Keys, n.Keys) {
+		c := Change{Version: version, Path: path, List: true, Old: o, New: n}
+		if n.Type == "map" && next.Items != nil && next.Items.Schema != nil {
+			for _, k := range n.Keys {
+				if p, ok := next.Items.Schema.Properties[k]; ok && p.Default != nil {
+					c.KeyDefaults = append(c.KeyDefaults, k)
 				}
 			}
-			*out = append(*out, c)
 		}
-		if old.Items != nil && next.Items != nil {
-			walk(version, append(path, Step{Items: true}), old.Items.Schema, next.Items.Schema, out)
+		*out = append(*out, c)
+	}
+	if old.Items != nil && next.Items != nil {
+		walk(version, append(path, Step{Items: true}), old.Items.Schema, next.Items.Schema, out)
+	}
+}
+
+// walkObject appends a change of map type and walks the properties both
+// have, sorted, and the additional properties.
+func walkObject(version string, path Path, old, next *apiextv1.JSONSchemaProps, out *[]Change) {
+	// The root object and metadata are the apiserver's, not the schema's.
+	if len(path) > 0 {
+		if o, n := mapTopology(old), mapTopology(next); o.Type != n.Type {
+			*out = append(*out, Change{Version: version, Path: path, Old: o, New: n})
 		}
-	case old.Type == "object" && next.Type == "object":
-		// The root object and metadata are the apiserver's, not the schema's.
-		if len(path) > 0 {
-			if o, n := mapTopology(old), mapTopology(next); o.Type != n.Type {
-				*out = append(*out, Change{Version: version, Path: path, Old: o, New: n})
-			}
+	}
+	names := make([]string, 0, len(next.Properties))
+	for name := range next.Properties {
+		if _, ok := old.Properties[name]; ok && (len(path) != 0 || name != "metadata") {
+			names = append(names, name)
 		}
-		names := make([]string, 0, len(next.Properties))
-		for name := range next.Properties {
-			if _, ok := old.Properties[name]; ok && (len(path) != 0 || name != "metadata") {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			o, n := old.Properties[name], next.Properties[name]
-			walk(version, append(path, Step{Field: name}), &o, &n, out)
-		}
-		if old.AdditionalProperties != nil && next.AdditionalProperties != nil {
-			walk(version, append(path, Step{Values: true}), old.AdditionalProperties.Schema, next.AdditionalProperties.Schema, out)
-		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		o, n := old.Properties[name], next.Properties[name]
+		walk(version, append(path, Step{Field: name}), &o, &n, out)
+	}
+	if old.AdditionalProperties != nil && next.AdditionalProperties != nil {
+		walk(version, append(path, Step{Values: true}), old.AdditionalProperties.Schema, next.AdditionalProperties.Schema, out)
 	}
 }

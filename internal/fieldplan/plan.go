@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -587,88 +586,18 @@ type fieldRows struct {
 
 // patchFields is one row per leaf field the patch sets, owns after the
 // apply, conflicts on, or gives back.
-//
-//nolint:gocyclo // one case per kind of field change the plan prints (added, taken, handed back, removed, contested).
 func patchFields(in fieldRows) []FieldPlan {
-	conflictsAt := map[string]struct {
-		plan string
-		c    ownershipcore.Conflict
-	}{}
-	for plan, cs := range map[string][]ownershipcore.Conflict{"take": in.res.Forced, "yield": in.res.Yielded, "fail": in.res.Failed} {
-		for _, c := range cs {
-			conflictsAt[ownershipcore.FormatPath(c.Path)] = struct {
-				plan string
-				c    ownershipcore.Conflict
-			}{plan, c}
-		}
-	}
+	conflictsAt := conflictsByPath(in.res)
+	givenBack := givenBackPaths(in.dropped)
+	paths := in.fieldPaths(conflictsAt, givenBack)
 	rules := conflicts.Of(in.rules)
-	paths := patchintent.Leaves(in.intent.Union(in.oursAfter))
-	for p := range conflictsAt {
-		if !slices.Contains(paths, p) {
-			paths = append(paths, p)
-		}
-	}
-	// Fields that left the patch: handed back to an owner, or released.
-	givenBack := map[string]string{}
-	for _, e := range in.dropped.Previous {
-		for _, p := range patchintent.Leaves(e.Fields) {
-			givenBack[p] = "give back to " + DescribeEntry(e.ManagerKey)
-		}
-	}
-	for _, p := range patchintent.Leaves(in.dropped.Release) {
-		givenBack[p] = "give back (leave without an owner)"
-	}
-	for p := range givenBack {
-		if !slices.Contains(paths, p) {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	has := func(s *fieldset.Set, p string) bool {
-		return s != nil && slices.Contains(ownershipcore.FormatSet(s), p)
-	}
-	ownersOf := func(mf ownershipcore.ManagedFields, p string) []string {
-		var out []string
-		for _, e := range mf {
-			if e.Manager != in.manager && has(e.Fields, p) {
-				out = append(out, DescribeEntry(e.ManagerKey))
-			}
-		}
-		return out
-	}
 	deletion := patchintent.DeletionLetGo(in.policy, in.ledger, in.after, in.oursAfter, in.manager)
 	var rows []FieldPlan
 	for _, p := range paths {
-		row := FieldPlan{Path: p, Owners: ownersOf(in.before, p)}
-		c, conflicted := conflictsAt[p]
-		switch {
-		case givenBack[p] != "":
-			row.Plan = givenBack[p]
-		case (in.policy == v1alpha1.DeletionPolicyOrphan && in.oursBefore != nil && has(in.oursBefore.Fields, p) && !has(in.intent, p)):
-			row.Plan = "give back (leave without an owner)"
-		case conflicted:
-			row.Plan = c.plan
-			row.Decision = "conflictPolicy " + in.conflictPolicy
-			if d, ok := rules.Decides(c.c.Manager, c.c.Operation); ok {
-				row.Decision = map[ownershipcore.Decision]string{ownershipcore.DecisionYield: "yieldTo", ownershipcore.DecisionForce: "forceOver"}[d] + " " + c.c.Manager
-			}
-		case in.oursBefore != nil && has(in.oursBefore.Fields, p):
-			row.Plan = "keep"
-		case len(row.Owners) > 0 && len(ownersOf(in.after, p)) > 0:
-			row.Plan = "share"
-		case len(row.Owners) > 0:
-			row.Plan = "take"
-		default:
-			row.Plan = "add"
-		}
-		if has(in.oursAfter, p) {
-			row.OnDelete = onDelete(in, deletion, p, has)
-			// A field another manager co-owns stays with it, whatever the
-			// patch lets go (SSA shared ownership).
-			if others := ownersOf(in.after, p); len(others) > 0 && !strings.HasPrefix(row.OnDelete, "hand back") {
-				row.OnDelete = "leave to " + strings.Join(others, ", ")
-			}
+		row := FieldPlan{Path: p, Owners: in.othersOwning(in.before, p)}
+		row.Plan, row.Decision = in.fieldPlan(p, row.Owners, conflictsAt[p], givenBack[p], rules)
+		if hasPath(in.oursAfter, p) {
+			row.OnDelete = in.fieldOnDelete(deletion, p)
 		}
 		rows = append(rows, row)
 	}
@@ -707,8 +636,6 @@ func DescribeEntry(k ownershipcore.ManagerKey) string {
 // Server-Side Apply: spec.resources in apply order (workload.Resources),
 // each applied under the workload's field manager with its conflict
 // strategy and ignorePaths, dryRun=All.
-//
-//nolint:gocyclo // one case per object state of a ManagedWorkload's inventory.
 func (p *Planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload) (Plan, error) {
 	manager := names.Workload(mw.Namespace, mw.Name)
 	plan := Plan{Kind: "ManagedWorkload", Namespace: mw.Namespace, Name: mw.Name, FieldManager: manager}
@@ -723,61 +650,13 @@ func (p *Planner) planWorkload(ctx context.Context, mw *v1alpha1.ManagedWorkload
 		plan.Action, plan.Message = ActionInvalid, fmt.Sprintf("ignorePaths: %v", err)
 		return plan, nil
 	}
-	strategy := conflicts.Workload(mw.Spec.ConflictPolicy, mw.Spec.ConflictRules)
+	opts := ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: conflicts.Workload(mw.Spec.ConflictPolicy, mw.Spec.ConflictRules), Ignore: ignore, DryRun: true}
 	counts := map[string]int{}
 	for _, r := range workloadspec.Resources(mw, p.Client.RESTMapper()) {
-		op := ObjectPlan{}
-		if r.Intent != nil {
-			op.ObjectRef = ObjectRef{APIVersion: r.Intent.GetAPIVersion(), Kind: r.Intent.GetKind(), Namespace: r.Intent.GetNamespace(), Name: r.Intent.GetName()}
-		}
-		if r.Err != nil {
-			op.Action, op.Message = ActionFailed, r.Err.Error()
-			plan.Objects = append(plan.Objects, op)
-			counts[op.Action]++
-			continue
-		}
-		res, err := p.Applier.Apply(ctx, r.Intent, ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, Ignore: ignore, DryRun: true})
-		var conflictErr *ownershipcore.ConflictError
-		switch {
-		case errors.As(err, &conflictErr):
-			op.Action, op.Message = string(ownershipcore.ActionConflicted), fmt.Sprintf("%v (conflictPolicy Fail)", conflictErr)
-		case err != nil:
-			op.Action, op.Message = ActionFailed, redact.Message(err)
-		default:
-			op.Action = string(res.Action)
-		}
-		for _, c := range res.Forced {
-			op.Taken = append(op.Taken, fmt.Sprintf("%s from %s", ownershipcore.FormatPath(c.Path), DescribeEntry(ownershipcore.ManagerKey{Manager: c.Manager, Operation: c.Operation})))
-		}
-		for _, c := range res.Yielded {
-			op.Yielded = append(op.Yielded, fmt.Sprintf("%s to %s", ownershipcore.FormatPath(c.Path), DescribeEntry(ownershipcore.ManagerKey{Manager: c.Manager, Operation: c.Operation})))
-		}
-		if err == nil && res.Object != nil {
-			if after, err := ownershipcore.Owners(res.Object); err == nil {
-				if ours := after.Applied(manager); ours != nil {
-					op.OwnedFields = len(ownershipcore.FormatSet(ours.Fields))
-				}
-			}
-		}
+		op := p.planResource(ctx, r, opts)
 		counts[op.Action]++
 		plan.Objects = append(plan.Objects, op)
 	}
-	switch {
-	case counts[string(ownershipcore.ActionConflicted)] > 0:
-		plan.Action = string(ownershipcore.ActionConflicted)
-	case counts[ActionFailed] > 0:
-		plan.Action = ActionFailed
-	case counts[string(ownershipcore.ActionCreated)]+counts[string(ownershipcore.ActionConfigured)] > 0:
-		plan.Action = string(ownershipcore.ActionConfigured)
-	default:
-		plan.Action = string(ownershipcore.ActionUnchanged)
-	}
-	var parts []string
-	for _, a := range []string{string(ownershipcore.ActionCreated), string(ownershipcore.ActionConfigured), string(ownershipcore.ActionUnchanged), string(ownershipcore.ActionConflicted), ActionFailed} {
-		if counts[a] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[a], strings.ToLower(a)))
-		}
-	}
-	plan.Message = strings.Join(parts, ", ")
+	plan.Action, plan.Message = workloadAction(counts)
 	return plan, nil
 }

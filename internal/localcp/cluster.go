@@ -51,67 +51,20 @@ func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
 // startCluster starts kube-controller-manager, kube-scheduler and kwok
 // (on the launcher's thread), registers the simulated nodes and waits
-// until they are Ready.
-//
-//nolint:gocyclo // the control plane's components start in a fixed order, each with its error.
+// until they are Ready, in that order.
 func (cp *ControlPlane) startCluster(bins Binaries, opts ClusterOptions) error {
-	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "fieldops-localcp-components", Groups: []string{"system:masters"}}, nil)
+	kubeconfig, ca, err := cp.componentFiles()
 	if err != nil {
 		return err
 	}
-	kc, err := user.KubeConfig()
-	if err != nil {
+	if err := os.Mkdir(cp.LogDir(), 0o700); err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(cp.root, "components.kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		return err
-	}
-	ca := filepath.Join(cp.root, "ca.crt")
-	if err := os.WriteFile(ca, cp.Config.CAData, 0o600); err != nil {
-		return err
-	}
-	logs := filepath.Join(cp.root, "logs")
-	if err := os.Mkdir(logs, 0o700); err != nil {
-		return err
-	}
-	for _, c := range []struct {
-		name, path string
-		args       []string
-	}{
-		// Every controller on by default (garbage collector, namespace
-		// deletion, Deployments, ReplicaSets, DaemonSets, StatefulSets,
-		// Jobs, service accounts, node lifecycle...); nothing served.
-		{"kube-controller-manager", bins.KubeControllerManager, []string{
-			"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
-			"--service-account-private-key-file=" + filepath.Join(cp.Env.ControlPlane.APIServer.CertDir, saSigningKey),
-			"--root-ca-file=" + ca,
-		}},
-		{"kube-scheduler", bins.KubeScheduler, []string{
-			"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
-		}},
-		// The kubelet of every node annotated kwok.x-k8s.io/node=fake.
-		{"kwok", bins.Kwok, []string{
-			"--kubeconfig=" + kubeconfig, "--config=" + bins.KwokStages,
-			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
-			"--node-lease-duration-seconds=40", "--cidr=10.0.0.1/16",
-		}},
-	} {
-		log, err := os.Create(filepath.Join(logs, c.name+".log"))
-		if err != nil {
+	for _, c := range components(bins, kubeconfig, ca, cp.Env.ControlPlane.APIServer.CertDir) {
+		if err := cp.startComponent(c); err != nil {
 			return err
 		}
-		cmd := exec.Command(c.path, c.args...)
-		cmd.Stdout, cmd.Stderr = log, log
-		ch, err := startChild(cp.root, c.name, cmd)
-		_ = log.Close() // the child has its own descriptor
-		if err != nil {
-			return err
-		}
-		ch.log = log.Name()
-		cp.children = append(cp.children, ch)
 	}
-
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return err
@@ -124,8 +77,87 @@ func (cp *ControlPlane) startCluster(bins Binaries, opts ClusterOptions) error {
 			return fmt.Errorf("register node %s: %w", NodeName(i), err)
 		}
 	}
+	return cp.waitNodesReady(ctx, cs, n)
+}
+
+// componentFiles writes the components' kubeconfig (a system:masters
+// user of their own) and the apiserver's CA, and returns their paths.
+func (cp *ControlPlane) componentFiles() (kubeconfig, ca string, err error) {
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "fieldops-localcp-components", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", "", err
+	}
+	kubeconfig = filepath.Join(cp.root, "components.kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return "", "", err
+	}
+	ca = filepath.Join(cp.root, "ca.crt")
+	if err := os.WriteFile(ca, cp.Config.CAData, 0o600); err != nil {
+		return "", "", err
+	}
+	return kubeconfig, ca, nil
+}
+
+// component is a process of the cluster: its name, binary and arguments.
+type component struct {
+	name, path string
+	args       []string
+}
+
+// components are the cluster's processes in start order, each with
+// kubeconfig; kube-controller-manager signs service account tokens with
+// the key envtest gave the apiserver (in certDir) and trusts ca.
+func components(bins Binaries, kubeconfig, ca, certDir string) []component {
+	return []component{
+		// Every controller on by default (garbage collector, namespace
+		// deletion, Deployments, ReplicaSets, DaemonSets, StatefulSets,
+		// Jobs, service accounts, node lifecycle...); nothing served.
+		{"kube-controller-manager", bins.KubeControllerManager, []string{
+			"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
+			"--service-account-private-key-file=" + filepath.Join(certDir, saSigningKey),
+			"--root-ca-file=" + ca,
+		}},
+		{"kube-scheduler", bins.KubeScheduler, []string{
+			"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
+		}},
+		// The kubelet of every node annotated kwok.x-k8s.io/node=fake.
+		{"kwok", bins.Kwok, []string{
+			"--kubeconfig=" + kubeconfig, "--config=" + bins.KwokStages,
+			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+			"--node-lease-duration-seconds=40", "--cidr=10.0.0.1/16",
+		}},
+	}
+}
+
+// startComponent starts c as a child of the control plane, its output in
+// LogDir.
+func (cp *ControlPlane) startComponent(c component) error {
+	log, err := os.Create(filepath.Join(cp.LogDir(), c.name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.path, c.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	ch, err := startChild(cp.root, c.name, cmd)
+	_ = log.Close() // the child has its own descriptor
+	if err != nil {
+		return err
+	}
+	ch.log = log.Name()
+	cp.children = append(cp.children, ch)
+	return nil
+}
+
+// waitNodesReady waits until the n simulated nodes are Ready, failing
+// when a component exits or, with the components' log tails, when ctx
+// ends first.
+func (cp *ControlPlane) waitNodesReady(ctx context.Context, cs kubernetes.Interface, n int) error {
 	var notReady []string
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		for _, c := range cp.children {
 			if c.exited() {
 				return false, fmt.Errorf("%s exited: %v\n%s", c.name, c.err, c.logTail())

@@ -83,7 +83,9 @@ type ControlPlane struct {
 // Every process it starts dies with the caller's process (see procs.go);
 // Stop stops them and removes their files.
 //
-//nolint:gocyclo // options, binaries, then envtest's start, in order; each step is a few lines.
+// Start is a sequence of steps, in order: the files and the guard, the
+// shims and envtest's environment, envtest's start, then the cluster's
+// components; a step that fails stops what the earlier ones started.
 func Start(opts Options) (*ControlPlane, error) {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -93,6 +95,33 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	cp := &ControlPlane{launcher: newLauncher()}
+	if cp.root, err = os.MkdirTemp("", "fieldops-localcp-"); err != nil {
+		cp.launcher.close()
+		return nil, err
+	}
+	steps := []func() error{
+		cp.writeParent,
+		cp.launchGuard,
+		func() error { return cp.makeEnv(bins, crdPaths(root, opts), opts.Webhooks) },
+		cp.startEnv,
+	}
+	if opts.Cluster != nil {
+		steps = append(steps, func() error {
+			return cp.launcher.do(func() error { return cp.startCluster(bins, *opts.Cluster) })
+		})
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, errors.Join(fmt.Errorf("start local control plane: %w", err), cp.Stop())
+		}
+	}
+	return cp, nil
+}
+
+// crdPaths are the CRD files and directories to install: config/crd/bases
+// unless opts leaves it out, then opts.ExtraCRDPaths, under root.
+func crdPaths(root string, opts Options) []string {
 	var paths []string
 	if !opts.NoFieldopsCRDs {
 		paths = append(paths, filepath.Join(root, "config", "crd", "bases"))
@@ -100,31 +129,36 @@ func Start(opts Options) (*ControlPlane, error) {
 	for _, p := range opts.ExtraCRDPaths {
 		paths = append(paths, filepath.Join(root, p))
 	}
-	cp := &ControlPlane{launcher: newLauncher()}
-	if cp.root, err = os.MkdirTemp("", "fieldops-localcp-"); err != nil {
-		cp.launcher.close()
-		return nil, err
-	}
-	fail := func(err error) (*ControlPlane, error) {
-		return nil, errors.Join(fmt.Errorf("start local control plane: %w", err), cp.Stop())
-	}
-	if err := os.WriteFile(filepath.Join(cp.root, parentFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		return fail(err)
-	}
-	if cp.guard, err = startGuard(cp.root); err != nil {
-		return fail(err)
-	}
+	return paths
+}
+
+// writeParent records this process as the control plane's parent, for
+// the guard.
+func (cp *ControlPlane) writeParent() error {
+	return os.WriteFile(filepath.Join(cp.root, parentFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+}
+
+// launchGuard starts the guard that stops the control plane's processes
+// and removes its files when this process dies.
+func (cp *ControlPlane) launchGuard() (err error) {
+	cp.guard, err = startGuard(cp.root)
+	return err
+}
+
+// makeEnv makes the shims of etcd and kube-apiserver and their
+// directories, and envtest's environment of them.
+func (cp *ControlPlane) makeEnv(bins Binaries, crdPaths []string, webhooks envtest.WebhookInstallOptions) error {
 	etcd, err := makeShim(cp.root, "etcd", bins.Etcd)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	apiserver, err := makeShim(cp.root, "kube-apiserver", bins.KubeAPIServer)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	for _, d := range []string{"etcd", "apiserver"} {
 		if err := os.Mkdir(filepath.Join(cp.root, d), 0o700); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	apiServer := &envtest.APIServer{Path: apiserver, CertDir: filepath.Join(cp.root, "apiserver")}
@@ -137,11 +171,17 @@ func Start(opts Options) (*ControlPlane, error) {
 			Etcd:      &envtest.Etcd{Path: etcd, DataDir: filepath.Join(cp.root, "etcd")},
 			APIServer: apiServer,
 		},
-		CRDDirectoryPaths:     paths,
+		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: opts.Webhooks,
+		WebhookInstallOptions: webhooks,
 	}
-	err = cp.launcher.do(func() error {
+	return nil
+}
+
+// startEnv starts envtest's environment (etcd, kube-apiserver, the CRDs
+// and webhooks) on the launcher.
+func (cp *ControlPlane) startEnv() error {
+	err := cp.launcher.do(func() error {
 		cfg, err := cp.Env.Start()
 		cp.Config = cfg
 		return err
@@ -153,15 +193,7 @@ func Start(opts Options) (*ControlPlane, error) {
 			err = werr
 		}
 	}
-	if err != nil {
-		return fail(err)
-	}
-	if opts.Cluster != nil {
-		if err := cp.launcher.do(func() error { return cp.startCluster(bins, *opts.Cluster) }); err != nil {
-			return fail(err)
-		}
-	}
-	return cp, nil
+	return err
 }
 
 // Stop stops every process of the control plane, in reverse order of

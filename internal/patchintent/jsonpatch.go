@@ -125,45 +125,16 @@ type ownedFunc func(doc interface{}, path []string) bool
 // move and remove are refused before (validateJSONOps). Errors name the
 // operation and its paths, never values of the target. sch and owned may
 // be nil.
-//
-//nolint:gocyclo // one case per RFC 6902 operation.
 func applyJSONPatchOnce(ops []jsonOp, doc []byte, sch schemaInfo, owned ownedFunc) ([]byte, error) {
 	var cur interface{}
 	if err := json.Unmarshal(doc, &cur); err != nil {
 		return nil, fmt.Errorf("JSON patch: target: %w", err)
 	}
-	for i, op := range ops {
-		where := fmt.Sprintf("JSON patch op %d (%s)", i+1, op.describe())
-		switch op.Op {
-		case "test":
-			if owned != nil && writtenLater(ops, i) && owned(cur, op.path) {
-				continue
-			}
-		case "add", "copy":
-			if len(op.path) == 0 || !isListPosition(op.path[len(op.path)-1]) {
-				break
-			}
-			parent := op.path[:len(op.path)-1]
-			list, ok := lookup(cur, parent).([]interface{})
-			if !ok {
-				break // RFC 6902 semantics (an object key that looks like an index, or an error below)
-			}
-			val := op.Value
-			if op.Op == "copy" {
-				if val = lookup(cur, op.from); val == nil {
-					break // the copy reports the missing source below
-				}
-			}
-			if indexOf(list, val, nil) >= 0 {
-				continue // already present
-			}
-			var keys []string
-			if sch != nil {
-				keys = sch.ListKeys(parent)
-			}
-			if at := indexOf(list, val, keys); at >= 0 {
-				op = jsonOp{Op: "replace", Path: pointer(parent) + "/" + strconv.Itoa(at), Value: merged(list[at], val), HasValue: true}
-			}
+	for i := range ops {
+		where := fmt.Sprintf("JSON patch op %d (%s)", i+1, ops[i].describe())
+		op, skip := opOnce(ops, i, cur, sch, owned)
+		if skip {
+			continue
 		}
 		out, err := applyOne(op, doc)
 		if err != nil {
@@ -176,6 +147,52 @@ func applyJSONPatchOnce(ops []jsonOp, doc []byte, sch schemaInfo, owned ownedFun
 		}
 	}
 	return doc, nil
+}
+
+// opOnce is ops[i] as applyJSONPatchOnce applies it to cur, or skip when
+// it is not applied: a test of a path the patch owns and writes later, an
+// add or copy of a value already present (addOnce).
+func opOnce(ops []jsonOp, i int, cur interface{}, sch schemaInfo, owned ownedFunc) (op jsonOp, skip bool) {
+	op = ops[i]
+	switch op.Op {
+	case "test":
+		return op, owned != nil && writtenLater(ops, i) && owned(cur, op.path)
+	case "add", "copy":
+		return addOnce(op, cur, sch)
+	}
+	return op, false
+}
+
+// addOnce is an add or copy into a list position of cur made "ensure
+// present": skip when the list holds the value, a replace of the item
+// with the value's keys in a map list, else op as it is (RFC 6902
+// semantics, errors included, for the rest).
+func addOnce(op jsonOp, cur interface{}, sch schemaInfo) (jsonOp, bool) {
+	if len(op.path) == 0 || !isListPosition(op.path[len(op.path)-1]) {
+		return op, false
+	}
+	parent := op.path[:len(op.path)-1]
+	list, ok := lookup(cur, parent).([]interface{})
+	if !ok {
+		return op, false // RFC 6902 semantics (an object key that looks like an index, or an error below)
+	}
+	val := op.Value
+	if op.Op == "copy" {
+		if val = lookup(cur, op.from); val == nil {
+			return op, false // the copy reports the missing source below
+		}
+	}
+	if indexOf(list, val, nil) >= 0 {
+		return op, true // already present
+	}
+	var keys []string
+	if sch != nil {
+		keys = sch.ListKeys(parent)
+	}
+	if at := indexOf(list, val, keys); at >= 0 {
+		return jsonOp{Op: "replace", Path: pointer(parent) + "/" + strconv.Itoa(at), Value: merged(list[at], val), HasValue: true}, false
+	}
+	return op, false
 }
 
 // applyOne applies a single operation with evanphx/json-patch.

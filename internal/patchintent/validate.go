@@ -137,47 +137,62 @@ type objectValidator struct {
 	leaves int
 }
 
-//nolint:gocyclo // one case per OpenAPI schema type the walk checks.
+// walk checks val at path and counts its leaves: an object key by key
+// (walkMap), a list item by item (walkList), null refused, a scalar one
+// leaf.
 func (v *objectValidator) walk(path []string, val interface{}, inList bool) error {
 	switch val := val.(type) {
 	case map[string]interface{}:
-		if len(val) == 0 {
-			if len(path) > 0 && inList && v.sch != nil && v.sch.IsStruct(path) {
-				v.leaves++
-				return nil
-			}
-			return fmt.Errorf("%s is an empty object: %s", dotted(path), emptyObjNote)
-		}
-		for _, k := range sortedKeys(val) {
-			sub := val[k]
-			p := append(append([]string(nil), path...), k)
-			if err := forbiddenWrite(p, dotted); err != nil {
-				return err
-			}
-			if want, ok := v.identity(p); ok {
-				if s, isString := sub.(string); !isString || s != want {
-					return fmt.Errorf("%s differs from the target's %q: a patch changes its target only", dotted(p), want)
-				}
-				continue
-			}
-			if err := v.walk(p, sub, inList); err != nil {
-				return err
-			}
-		}
+		return v.walkMap(path, val, inList)
 	case []interface{}:
-		if len(val) == 0 {
-			v.leaves++
-		}
-		for i, sub := range val {
-			p := append(append([]string(nil), path...), strconv.Itoa(i))
-			if err := v.walk(p, sub, true); err != nil {
-				return err
-			}
-		}
+		return v.walkList(path, val)
 	case nil:
 		return fmt.Errorf("%s is null: %s", dotted(path), nullNote)
 	default:
 		v.leaves++
+	}
+	return nil
+}
+
+// walkMap checks an object: empty only as a struct item of a list (a
+// leaf), no forbidden field, identity fields equal to the target's.
+func (v *objectValidator) walkMap(path []string, val map[string]interface{}, inList bool) error {
+	if len(val) == 0 {
+		if len(path) > 0 && inList && v.sch != nil && v.sch.IsStruct(path) {
+			v.leaves++
+			return nil
+		}
+		return fmt.Errorf("%s is an empty object: %s", dotted(path), emptyObjNote)
+	}
+	for _, k := range sortedKeys(val) {
+		sub := val[k]
+		p := append(append([]string(nil), path...), k)
+		if err := forbiddenWrite(p, dotted); err != nil {
+			return err
+		}
+		if want, ok := v.identity(p); ok {
+			if s, isString := sub.(string); !isString || s != want {
+				return fmt.Errorf("%s differs from the target's %q: a patch changes its target only", dotted(p), want)
+			}
+			continue
+		}
+		if err := v.walk(p, sub, inList); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkList checks each item of a list; an empty list is a leaf.
+func (v *objectValidator) walkList(path []string, val []interface{}) error {
+	if len(val) == 0 {
+		v.leaves++
+	}
+	for i, sub := range val {
+		p := append(append([]string(nil), path...), strconv.Itoa(i))
+		if err := v.walk(p, sub, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }

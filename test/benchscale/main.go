@@ -212,13 +212,8 @@ func run(o options) (*result, error) {
 		}
 		*b = abs
 	}
-	logDir := o.logDir
-	if logDir == "" {
-		var err error
-		if logDir, err = os.MkdirTemp("", "benchscale-"); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
+	logDir, err := makeLogDir(o.logDir)
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
@@ -229,6 +224,29 @@ func run(o options) (*result, error) {
 		return nil, err
 	}
 	defer func() { _ = cp.Stop() }()
+	b, err := newBench(o, cp, logDir)
+	if err != nil {
+		return nil, err
+	}
+	res := &result{o: o, logDir: logDir}
+	fmt.Fprintf(os.Stderr, "benchscale: N=%d, logs and kubeconfig in %s\n", o.n, logDir)
+	if err := b.runAll(ctx, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// makeLogDir makes dir, or a new temporary directory when dir is "".
+func makeLogDir(dir string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "benchscale-")
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// newBench connects to the control plane cp as cluster admin, with no
+// client-side rate limit, and writes the managers' kubeconfig to logDir.
+func newBench(o options, cp *localcp.ControlPlane, logDir string) (*bench, error) {
 	pids, err := childPIDs("kube-apiserver", "etcd")
 	if err != nil {
 		return nil, err
@@ -247,39 +265,44 @@ func run(o options) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, c: c, apiserver: hc, host: strings.TrimSuffix(cfg.Host, "/"), kubeconfig: kubeconfig, cpPIDs: []int{pids["kube-apiserver"], pids["etcd"]}, logDir: logDir}
-	res := &result{o: o, logDir: logDir}
-	fmt.Fprintf(os.Stderr, "benchscale: N=%d, logs and kubeconfig in %s\n", o.n, logDir)
+	return &bench{o: o, c: c, apiserver: hc, host: strings.TrimSuffix(cfg.Host, "/"), kubeconfig: kubeconfig, cpPIDs: []int{pids["kube-apiserver"], pids["etcd"]}, logDir: logDir}, nil
+}
 
+// runAll runs the sides in order into res: Flux, fieldops (after the
+// Flux side's Deployments are gone and, with -finalizer-policy, the
+// policy is installed), then the selector and sharded runs as the options
+// say.
+func (b *bench) runAll(ctx context.Context, res *result) error {
+	var err error
 	if res.flux, err = b.runFlux(ctx); err != nil {
-		return nil, fmt.Errorf("flux side: %w", err)
+		return fmt.Errorf("flux side: %w", err)
 	}
 	// The apiserver and etcd of the fieldops side hold no Deployment of
 	// the Flux side.
-	if err := b.deleteEach(ctx, o.n, func(i int) client.Object {
+	if err := b.deleteEach(ctx, b.o.n, func(i int) client.Object {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: fmt.Sprintf("bench-%d", i)}}
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if o.finalizerPolicy {
-		if err := localcp.InstallFinalizerPolicy(ctx, c, "default", nil); err != nil {
-			return nil, err
+	if b.o.finalizerPolicy {
+		if err := localcp.InstallFinalizerPolicy(ctx, b.c, "default", nil); err != nil {
+			return err
 		}
 	}
 	if res.fieldops, res.handBack, err = b.runFieldops(ctx); err != nil {
-		return nil, fmt.Errorf("fieldops side: %w", err)
+		return fmt.Errorf("fieldops side: %w", err)
 	}
-	if o.selector {
+	if b.o.selector {
 		if res.selector, err = b.runSelector(ctx); err != nil {
-			return nil, fmt.Errorf("selector run: %w", err)
+			return fmt.Errorf("selector run: %w", err)
 		}
 	}
-	if o.shards > 0 {
+	if b.o.shards > 0 {
 		if res.sharded, err = b.runSharded(ctx); err != nil {
-			return nil, fmt.Errorf("sharded fieldops side: %w", err)
+			return fmt.Errorf("sharded fieldops side: %w", err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // createDeployments creates namespace ns and N Deployments in it with
@@ -366,36 +389,13 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if err := b.createDeployments(ctx, fluxNS, b.o.n); err != nil {
 		return r, err
 	}
-	logf, err := os.Create(filepath.Join(b.logDir, "flux.log"))
+	p, err := b.startFlux(ctx)
 	if err != nil {
 		return r, err
 	}
-	defer logf.Close()
-	cmd := exec.CommandContext(ctx, b.o.fluxBin, "--kubeconfig", b.kubeconfig, "--namespace", fluxNS,
-		"--n", strconv.Itoa(b.o.n), "--concurrency", strconv.Itoa(b.o.concurrency), "--container", container, "--env", envName)
-	cmd.Stderr = logf
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return r, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return r, err
-	}
-	if err := cmd.Start(); err != nil {
-		return r, err
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		return r, fmt.Errorf("flux side exited before ready (see %s)", logf.Name())
-	}
-	pid := cmd.Process.Pid
-	cpu0, err := cpuOf(pid)
-	if err != nil {
-		return r, err
-	}
-	cp0, err := cpuOf(b.cpPIDs...)
+	defer p.close()
+	pid := p.cmd.Process.Pid
+	cpu0, cp0, err := b.cpuNow(pid)
 	if err != nil {
 		return r, err
 	}
@@ -407,22 +407,9 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	if r.before, err = readRSS(pid); err != nil {
 		return r, err
 	}
-	peak := watchRSS(pid, rssInterval)
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
-		peak.stop()
+	fr, err := p.applyAll(&r)
+	if err != nil {
 		return r, err
-	}
-	ok := lines.Scan()
-	r.peak = peak.stop()
-	if !ok {
-		return r, fmt.Errorf("flux side exited during ApplyAll (see %s)", logf.Name())
-	}
-	var fr fluxResult
-	if err := json.Unmarshal(lines.Bytes(), &fr); err != nil {
-		return r, err
-	}
-	if fr.Error != "" {
-		return r, fmt.Errorf("ApplyAll: %s", fr.Error)
 	}
 	u, err := b.endOf(pid, cpu0, cp0)
 	if err != nil {
@@ -434,9 +421,95 @@ func (b *bench) runFlux(ctx context.Context) (sideResult, error) {
 	for m, v := range fr.Requests {
 		r.requests[m] = float64(v)
 	}
-	r.flux = &fr
+	r.flux = fr
 	r.applied, err = b.countApplied(ctx, fluxNS)
 	return r, err
+}
+
+// fluxProc is the running Flux side: it prints a line when ready, reads
+// "go" to run ApplyAll, then prints its fluxResult.
+type fluxProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
+	log   *os.File
+}
+
+// startFlux starts the Flux side, logging to flux.log, and waits until it
+// is ready.
+func (b *bench) startFlux(ctx context.Context) (*fluxProc, error) {
+	logf, err := os.Create(filepath.Join(b.logDir, "flux.log"))
+	if err != nil {
+		return nil, err
+	}
+	p := &fluxProc{log: logf}
+	p.cmd = exec.CommandContext(ctx, b.o.fluxBin, "--kubeconfig", b.kubeconfig, "--namespace", fluxNS,
+		"--n", strconv.Itoa(b.o.n), "--concurrency", strconv.Itoa(b.o.concurrency), "--container", container, "--env", envName)
+	p.cmd.Stderr = logf
+	stdout, err := p.pipes()
+	if err == nil {
+		err = p.cmd.Start()
+	}
+	if err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	p.lines = bufio.NewScanner(stdout)
+	if !p.lines.Scan() {
+		p.close()
+		return nil, fmt.Errorf("flux side exited before ready (see %s)", logf.Name())
+	}
+	return p, nil
+}
+
+// pipes connects the Flux side's standard input and returns its standard
+// output.
+func (p *fluxProc) pipes() (io.Reader, error) {
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	return p.cmd.StdoutPipe()
+}
+
+// applyAll runs ApplyAll and returns its result, sampling the resident
+// memory meanwhile into r.peak.
+func (p *fluxProc) applyAll(r *sideResult) (*fluxResult, error) {
+	pid := p.cmd.Process.Pid
+	peak := watchRSS(pid, rssInterval)
+	if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+		peak.stop()
+		return nil, err
+	}
+	ok := p.lines.Scan()
+	r.peak = peak.stop()
+	if !ok {
+		return nil, fmt.Errorf("flux side exited during ApplyAll (see %s)", p.log.Name())
+	}
+	var fr fluxResult
+	if err := json.Unmarshal(p.lines.Bytes(), &fr); err != nil {
+		return nil, err
+	}
+	if fr.Error != "" {
+		return nil, fmt.Errorf("ApplyAll: %s", fr.Error)
+	}
+	return &fr, nil
+}
+
+// close ends the Flux side's input, waits for its exit and closes its log.
+func (p *fluxProc) close() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Wait()
+	_ = p.log.Close()
+}
+
+// cpuNow is the CPU seconds of pid and of the control plane so far.
+func (b *bench) cpuNow(pid int) (mgr, cp float64, err error) {
+	if mgr, err = cpuOf(pid); err != nil {
+		return 0, 0, err
+	}
+	cp, err = cpuOf(b.cpPIDs...)
+	return mgr, cp, err
 }
 
 // freeAddr returns a free 127.0.0.1 address.
@@ -494,15 +567,7 @@ func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...s
 		return nil, err
 	}
 	m.cmd = exec.Command(b.o.managerBin, args...)
-	if b.o.managerGOGC != "" || b.o.managerGODEBUG != "" {
-		m.cmd.Env = os.Environ()
-		if b.o.managerGOGC != "" {
-			m.cmd.Env = append(m.cmd.Env, "GOGC="+b.o.managerGOGC)
-		}
-		if b.o.managerGODEBUG != "" {
-			m.cmd.Env = append(m.cmd.Env, "GODEBUG="+b.o.managerGODEBUG)
-		}
-	}
+	m.cmd.Env = b.managerEnv()
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -510,29 +575,54 @@ func (b *bench) startManagerWith(ctx context.Context, logName string, extra ...s
 	}
 	m.exited = make(chan struct{})
 	go func() { _ = m.cmd.Wait(); _ = logf.Close(); close(m.exited) }()
+	if err := m.waitReady(ctx, "http://"+probeAddr+"/readyz", logf.Name()); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// managerEnv is the manager's environment: nil (this process's) unless
+// -manager-gogc or -manager-godebug set GOGC or GODEBUG.
+func (b *bench) managerEnv() []string {
+	if b.o.managerGOGC == "" && b.o.managerGODEBUG == "" {
+		return nil
+	}
+	env := os.Environ()
+	if b.o.managerGOGC != "" {
+		env = append(env, "GOGC="+b.o.managerGOGC)
+	}
+	if b.o.managerGODEBUG != "" {
+		env = append(env, "GODEBUG="+b.o.managerGODEBUG)
+	}
+	return env
+}
+
+// waitReady polls readyz every 100 ms until it answers OK; the manager
+// is stopped when that takes over a minute or ctx ends, and an exit is
+// an error naming its log.
+func (m *manager) waitReady(ctx context.Context, readyz, log string) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		resp, err := http.Get(readyz)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			m.stop()
-			return nil, fmt.Errorf("manager not ready after a minute (see %s)", logf.Name())
+			return fmt.Errorf("manager not ready after a minute (see %s)", log)
 		}
 		select {
 		case <-m.exited:
-			return nil, fmt.Errorf("manager exited (see %s)", logf.Name())
+			return fmt.Errorf("manager exited (see %s)", log)
 		case <-ctx.Done():
 			m.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return m, nil
 }
 
 // stop sends SIGTERM, then SIGKILL after 15 s, and waits for the exit.
@@ -574,7 +664,6 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 		return r, h, err
 	}
 	defer m.stop()
-	pid := m.cmd.Process.Pid
 
 	// Warm up: one FieldPatch on a Deployment elsewhere starts the
 	// manager's Deployment watch, as in a running operator.
@@ -590,112 +679,129 @@ func (b *bench) runFieldops(ctx context.Context) (sideResult, handBack, error) {
 	if err != nil {
 		return r, h, err
 	}
-
-	// Converge.
 	t := newTracker(b.c, fieldopsNS)
 	go t.run(ctx)
 	if _, err := t.wait(ctx, func(int, int) bool { return true }); err != nil { // listed and watching
 		return r, h, err
 	}
-	cpu0, err := cpuOf(pid)
+	after, err := b.convergeFieldops(ctx, m, t, before, &r)
 	if err != nil {
 		return r, h, err
 	}
-	cp0, err := cpuOf(b.cpPIDs...)
-	if err != nil {
+	if before, err = b.profileConverged(m, after); err != nil {
 		return r, h, err
+	}
+	h, err = b.handBackFieldops(ctx, m, t, before)
+	return r, h, err
+}
+
+// convergeFieldops creates the N FieldPatches and measures into r until
+// all are Ready (t follows them), the requests from the manager's counts
+// before; it returns the counts once settled. With -pprof-dir it profiles
+// the manager's and the apiserver's CPU meanwhile.
+func (b *bench) convergeFieldops(ctx context.Context, m *manager, t *tracker, before requestCounts, r *sideResult) (requestCounts, error) {
+	pid := m.cmd.Process.Pid
+	cpu0, cp0, err := b.cpuNow(pid)
+	if err != nil {
+		return nil, err
 	}
 	var profile sync.WaitGroup
-	if m.pprofURL != "" {
-		profile.Go(func() {
-			if err := save(http.DefaultClient, fmt.Sprintf("%sprofile?seconds=%d", m.pprofURL, b.o.pprofSeconds), filepath.Join(b.o.pprofDir, "fieldops-converge-cpu.pb.gz")); err != nil {
-				fmt.Fprintln(os.Stderr, "benchscale: CPU profile:", err)
-			}
-		})
-		profile.Go(func() { b.profileAPIServer("apiserver-fieldops-converge-cpu.pb.gz") })
-	}
+	b.profileConverge(&profile, m, "fieldops-converge-cpu.pb.gz", "apiserver-fieldops-converge-cpu.pb.gz")
 	if r.before, err = readRSS(pid); err != nil {
-		return r, h, err
+		return nil, err
 	}
 	peak := watchRSS(pid, rssInterval)
 	start := time.Now()
 	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, fieldPatch(fieldopsNS, i)) }); err != nil {
 		peak.stop()
-		return r, h, err
+		return nil, err
 	}
 	created := time.Now()
 	n := b.o.n
 	done, err := t.wait(ctx, func(ready, present int) bool { return ready == n })
 	if err != nil {
 		peak.stop()
-		return r, h, err
+		return nil, err
 	}
 	r.wall, r.afterCreates = done.Sub(start), done.Sub(created)
 	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
 	r.peak = peak.stop()
 	if err != nil {
-		return r, h, err
+		return nil, err
 	}
 	u, err := b.endOf(pid, cpu0, cp0)
 	if err != nil {
-		return r, h, err
+		return nil, err
 	}
 	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
 	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
-		return r, h, err
+		return nil, err
 	}
 	r.requests = after.minus(before)
 	if r.applied, err = b.countApplied(ctx, fieldopsNS); err != nil {
-		return r, h, err
+		return nil, err
 	}
 	profile.Wait()
-	if m.pprofURL != "" {
-		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
-			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
-		}
-		// The text form ends with runtime.MemStats read just after a
-		// collection: HeapAlloc there is the live heap, exactly (the
-		// profile above samples it).
-		if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1&debug=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.txt")); err != nil {
-			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
-		}
-		before, err = settle(m.metricsURL, 2*time.Second, 20*time.Second)
-		if err != nil {
-			return r, h, err
-		}
-	} else {
-		before = after
-	}
+	return after, nil
+}
 
-	// Hand-back: delete every FieldPatch, until all are gone.
-	if cpu0, err = cpuOf(pid); err != nil {
-		return r, h, err
+// profileConverge starts in profile, with -pprof-dir, CPU profiles of the
+// manager m and of the apiserver, saved as managerName and apiserverName.
+func (b *bench) profileConverge(profile *sync.WaitGroup, m *manager, managerName, apiserverName string) {
+	if m.pprofURL != "" {
+		profile.Go(func() { b.profileManager(m, managerName) })
+		profile.Go(func() { b.profileAPIServer(apiserverName) })
 	}
-	if cp0, err = cpuOf(b.cpPIDs...); err != nil {
-		return r, h, err
+}
+
+// profileConverged saves, with -pprof-dir, the heap profiles of the
+// converged manager and returns its request counts once settled again;
+// without, after.
+func (b *bench) profileConverged(m *manager, after requestCounts) (requestCounts, error) {
+	if m.pprofURL == "" {
+		return after, nil
 	}
-	start = time.Now()
-	if err := b.deleteEach(ctx, n, func(i int) client.Object { return fieldPatch(fieldopsNS, i) }); err != nil {
-		return r, h, err
+	if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.pb.gz")); err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
 	}
-	if done, err = t.wait(ctx, func(ready, present int) bool { return present == 0 }); err != nil {
-		return r, h, err
+	// The text form ends with runtime.MemStats read just after a
+	// collection: HeapAlloc there is the live heap, exactly (the
+	// profile above samples it).
+	if err := save(http.DefaultClient, m.pprofURL+"heap?gc=1&debug=1", filepath.Join(b.o.pprofDir, "fieldops-converged-heap.txt")); err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+	}
+	return settle(m.metricsURL, 2*time.Second, 20*time.Second)
+}
+
+// handBackFieldops deletes every FieldPatch and measures until all are
+// gone (t follows them), from the manager's request counts before.
+func (b *bench) handBackFieldops(ctx context.Context, m *manager, t *tracker, before requestCounts) (handBack, error) {
+	var h handBack
+	pid := m.cmd.Process.Pid
+	cpu0, cp0, err := b.cpuNow(pid)
+	if err != nil {
+		return h, err
+	}
+	start := time.Now()
+	if err := b.deleteEach(ctx, b.o.n, func(i int) client.Object { return fieldPatch(fieldopsNS, i) }); err != nil {
+		return h, err
+	}
+	done, err := t.wait(ctx, func(ready, present int) bool { return present == 0 })
+	if err != nil {
+		return h, err
 	}
 	h.wall = done.Sub(start)
-	if after, err = settle(m.metricsURL, 2*time.Second, 30*time.Second); err != nil {
-		return r, h, err
-	}
-	cpu1, err := cpuOf(pid)
+	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
 	if err != nil {
-		return r, h, err
+		return h, err
 	}
-	cp1, err := cpuOf(b.cpPIDs...)
+	cpu1, cp1, err := b.cpuNow(pid)
 	if err != nil {
-		return r, h, err
+		return h, err
 	}
 	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
 	h.left, err = b.countApplied(ctx, fieldopsNS)
-	return r, h, err
+	return h, err
 }
 
 // deleteEach deletes obj(0) … obj(n-1), 8 at a time, as they were

@@ -282,10 +282,38 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 		return nil, err
 	}
 	defer m.stop()
-	pid := m.cmd.Process.Pid
+	before, err := b.warmUpSelector(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	r := &selectorResult{quietFor: b.o.selectorQuiet}
+	fps := watchPatches(b.c, selectorNS)
+	go fps.run(ctx)
+	if _, err := fps.wait(ctx, func(map[string]patchState) bool { return true }); err != nil {
+		return nil, err
+	}
+	var profile sync.WaitGroup
+	defer profile.Wait()
+	ds, after, err := b.convergeSelector(ctx, m, fps, &profile, before, r)
+	if err != nil {
+		return nil, err
+	}
+	if after, err = b.quietSelector(ctx, m, after, r); err != nil {
+		return nil, err
+	}
+	if after, err = b.driftSelector(ctx, m, ds, r); err != nil {
+		return nil, err
+	}
+	if err := b.handBackSelector(ctx, m, fps, ds, after, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
-	// Warm up: a selector patch over one Deployment elsewhere, as the
-	// per-object run's one FieldPatch.
+// warmUpSelector creates a selector patch over one Deployment elsewhere,
+// as the per-object run's one FieldPatch, and returns the manager's
+// request counts once it is applied and the manager settled.
+func (b *bench) warmUpSelector(ctx context.Context, m *manager) (requestCounts, error) {
 	warm := watchPatches(b.c, selectorWarmupNS)
 	go warm.run(ctx)
 	if err := b.c.Create(ctx, selectorFieldPatch(selectorWarmupNS)); err != nil {
@@ -294,45 +322,70 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if _, err := warm.wait(ctx, func(s map[string]patchState) bool { return s[selectorPatch].ready && s[selectorPatch].applied == 1 }); err != nil {
 		return nil, fmt.Errorf("warm-up selector patch: %w", err)
 	}
-	before, err := settle(m.metricsURL, 2*time.Second, 20*time.Second)
-	if err != nil {
-		return nil, err
-	}
+	return settle(m.metricsURL, 2*time.Second, 20*time.Second)
+}
 
-	r := &selectorResult{quietFor: b.o.selectorQuiet}
-	fps := watchPatches(b.c, selectorNS)
-	go fps.run(ctx)
-	if _, err := fps.wait(ctx, func(map[string]patchState) bool { return true }); err != nil {
-		return nil, err
-	}
-
-	// Converge.
-	cpu0, err := cpuOf(pid)
+// convergeSelector creates the selector patch and measures into r until
+// it is Ready with N targets applied (fps follows it) and every
+// Deployment carries its value; it returns the watch of the Deployments
+// and the manager's request counts once settled. With -pprof-dir it
+// starts CPU profiles of the manager and the apiserver in profile.
+func (b *bench) convergeSelector(ctx context.Context, m *manager, fps *objWatch[patchState], profile *sync.WaitGroup, before requestCounts, r *selectorResult) (*objWatch[deployState], requestCounts, error) {
+	pid := m.cmd.Process.Pid
+	cpu0, cp0, err := b.cpuNow(pid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cp0, err := cpuOf(b.cpPIDs...)
-	if err != nil {
-		return nil, err
-	}
-	var profile sync.WaitGroup
-	defer profile.Wait()
-	if m.pprofURL != "" {
-		profile.Go(func() { b.profileManager(m, "fieldops-selector-converge-cpu.pb.gz") })
-		profile.Go(func() { b.profileAPIServer("apiserver-selector-converge-cpu.pb.gz") })
-	}
+	b.profileConverge(profile, m, "fieldops-selector-converge-cpu.pb.gz", "apiserver-selector-converge-cpu.pb.gz")
 	if r.before, err = readRSS(pid); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	peak := watchRSS(pid, rssInterval)
+	ds, err := b.selectorApplied(ctx, fps, r)
+	if err != nil {
+		peak.stop()
+		return nil, nil, err
+	}
+	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
+	r.peak = peak.stop()
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := b.endOf(pid, cpu0, cp0)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
+	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
+		return nil, nil, err
+	}
+	if m.pprofURL != "" {
+		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-selector-converged-heap.pb.gz")); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
+		}
+	}
+	r.requests = after.minus(before)
+	var fp v1alpha1.FieldPatch
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: selectorNS, Name: selectorPatch}, &fp); err != nil {
+		return nil, nil, err
+	}
+	if fp.Status.Targets != nil {
+		r.applied = int(fp.Status.Targets.Applied)
+	}
+	return ds, after, nil
+}
+
+// selectorApplied creates the selector patch, waits until it reports N
+// targets applied and Ready (r.wall), then starts watching the
+// Deployments and checks that every one carries its value.
+func (b *bench) selectorApplied(ctx context.Context, fps *objWatch[patchState], r *selectorResult) (*objWatch[deployState], error) {
+	n := b.o.n
 	start := time.Now()
 	if err := b.c.Create(ctx, selectorFieldPatch(selectorNS)); err != nil {
-		peak.stop()
 		return nil, err
 	}
 	patched, err := fps.wait(ctx, func(s map[string]patchState) bool { return s[selectorPatch].ready && s[selectorPatch].applied == n })
 	if err != nil {
-		peak.stop()
 		return nil, err
 	}
 	r.wall = patched.Sub(start)
@@ -344,59 +397,43 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	ds := watchDeployments(b.c, selectorNS)
 	go ds.run(ctx)
 	if _, err := ds.wait(ctx, func(map[string]deployState) bool { return true }); err != nil {
-		peak.stop()
 		return nil, err
 	}
 	if c := carrying(ds.snapshot(), selectorValue); c != n {
-		peak.stop()
 		return nil, fmt.Errorf("the selector patch reports %d targets applied, but %d of the %d Deployments carry its value", n, c, n)
 	}
-	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
-	r.peak = peak.stop()
+	return ds, nil
+}
+
+// quietSelector counts the manager's requests during r.quietFor after the
+// converge (counts after), when nothing changes, and returns the counts
+// at its end (after when there is no quiet period).
+func (b *bench) quietSelector(ctx context.Context, m *manager, after requestCounts, r *selectorResult) (requestCounts, error) {
+	if r.quietFor <= 0 {
+		return after, nil
+	}
+	before := after
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(r.quietFor):
+	}
+	after, err := scrapeRequests(m.metricsURL)
 	if err != nil {
 		return nil, err
 	}
-	u, err := b.endOf(pid, cpu0, cp0)
+	r.quiet = after.minus(before)
+	return after, nil
+}
+
+// driftSelector has another field manager set another value on the first
+// driftTargets Deployments and measures until each is repaired: it
+// carries the patch's value in a later generation than the drift's. It
+// returns the manager's request counts once settled.
+func (b *bench) driftSelector(ctx context.Context, m *manager, ds *objWatch[deployState], r *selectorResult) (requestCounts, error) {
+	r.driftN = min(driftTargets, b.o.n)
+	before, err := scrapeRequests(m.metricsURL)
 	if err != nil {
-		return nil, err
-	}
-	r.mgrCPU, r.cpCPU, r.peakRSS, r.after = u.mgrCPU, u.cpCPU, u.peakRSS, u.after
-	if r.heap, err = scrapeHeap(m.metricsURL); err != nil {
-		return nil, err
-	}
-	if m.pprofURL != "" {
-		if err := save(http.DefaultClient, m.pprofURL+"heap", filepath.Join(b.o.pprofDir, "fieldops-selector-converged-heap.pb.gz")); err != nil {
-			fmt.Fprintln(os.Stderr, "benchscale: heap profile:", err)
-		}
-	}
-	r.requests = after.minus(before)
-	var fp v1alpha1.FieldPatch
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: selectorNS, Name: selectorPatch}, &fp); err != nil {
-		return nil, err
-	}
-	if fp.Status.Targets != nil {
-		r.applied = int(fp.Status.Targets.Applied)
-	}
-
-	// Quiet: nothing changes; the manager's requests meanwhile.
-	if r.quietFor > 0 {
-		before = after
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(r.quietFor):
-		}
-		if after, err = scrapeRequests(m.metricsURL); err != nil {
-			return nil, err
-		}
-		r.quiet = after.minus(before)
-	}
-
-	// Drift: another field manager sets another value on the first
-	// driftTargets Deployments; each is repaired when it carries the
-	// patch's value in a later generation than the drift's.
-	r.driftN = min(driftTargets, n)
-	if before, err = scrapeRequests(m.metricsURL); err != nil {
 		return nil, err
 	}
 	// The drift makes the next generation of each; the repair the one
@@ -406,64 +443,70 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	for i := range driftGen {
 		driftGen[i] = converged[fmt.Sprintf("bench-%d", i)].generation + 1
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := parallel(r.driftN, 8, func(i int) error {
 		u := driftApply(selectorNS, fmt.Sprintf("bench-%d", i))
 		return b.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(driftManager), client.ForceOwnership)
 	}); err != nil {
 		return nil, err
 	}
-	done, err := ds.wait(ctx, func(s map[string]deployState) bool {
-		for i, g := range driftGen {
-			d := s[fmt.Sprintf("bench-%d", i)]
-			if d.generation <= g || !d.has || d.value != selectorValue {
-				return false
-			}
-		}
-		return true
-	})
+	done, err := ds.wait(ctx, func(s map[string]deployState) bool { return repaired(s, driftGen) })
 	if err != nil {
 		return nil, err
 	}
 	r.driftWall = done.Sub(start)
-	if after, err = settle(m.metricsURL, 2*time.Second, 30*time.Second); err != nil {
+	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
+	if err != nil {
 		return nil, err
 	}
 	r.driftRequests = after.minus(before)
+	return after, nil
+}
 
-	// Hand-back: delete the FieldPatch, until it is gone.
-	before = after
-	if cpu0, err = cpuOf(pid); err != nil {
-		return nil, err
+// repaired reports whether Deployment bench-i carries the patch's value
+// in a generation after driftGen[i], for every i.
+func repaired(s map[string]deployState, driftGen []int64) bool {
+	for i, g := range driftGen {
+		d := s[fmt.Sprintf("bench-%d", i)]
+		if d.generation <= g || !d.has || d.value != selectorValue {
+			return false
+		}
 	}
-	if cp0, err = cpuOf(b.cpPIDs...); err != nil {
-		return nil, err
+	return true
+}
+
+// handBackSelector deletes the selector patch and measures into
+// r.handBack until it is gone (fps follows it), from the manager's
+// request counts before, and how many Deployments keep the env var.
+func (b *bench) handBackSelector(ctx context.Context, m *manager, fps *objWatch[patchState], ds *objWatch[deployState], before requestCounts, r *selectorResult) error {
+	pid := m.cmd.Process.Pid
+	cpu0, cp0, err := b.cpuNow(pid)
+	if err != nil {
+		return err
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := b.c.Delete(ctx, selectorFieldPatch(selectorNS)); err != nil {
-		return nil, err
+		return err
 	}
-	if done, err = fps.wait(ctx, func(s map[string]patchState) bool { _, ok := s[selectorPatch]; return !ok }); err != nil {
-		return nil, err
+	done, err := fps.wait(ctx, func(s map[string]patchState) bool { _, ok := s[selectorPatch]; return !ok })
+	if err != nil {
+		return err
 	}
 	h := &r.handBack
 	h.wall = done.Sub(start)
-	if after, err = settle(m.metricsURL, 2*time.Second, 30*time.Second); err != nil {
-		return nil, err
-	}
-	cpu1, err := cpuOf(pid)
+	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cp1, err := cpuOf(b.cpPIDs...)
+	cpu1, cp1, err := b.cpuNow(pid)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h.requests, h.mgrCPU, h.cpCPU = after.minus(before), cpu1-cpu0, cp1-cp0
 	if b.o.shards > 0 {
 		// The sharded run's apiserver holds no Deployment of this one.
 		defer func() {
-			_ = b.deleteEach(ctx, n, func(i int) client.Object {
+			_ = b.deleteEach(ctx, b.o.n, func(i int) client.Object {
 				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: selectorNS, Name: fmt.Sprintf("bench-%d", i)}}
 			})
 		}()
@@ -474,11 +517,9 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	h.left = carrying(ds.snapshot(), selectorValue)
 	if h.left != 0 {
 		// The watch may lag the hand-back's last write: read once.
-		if h.left, err = b.countApplied(ctx, selectorNS); err != nil {
-			return nil, err
-		}
+		h.left, err = b.countApplied(ctx, selectorNS)
 	}
-	return r, nil
+	return err
 }
 
 // driftApply is the drifter's apply configuration of Deployment ns/name:
@@ -549,6 +590,18 @@ func (r *result) printSelector(w io.Writer) {
 	fmt.Fprintf(w, "hand-back (delete the FieldPatch): %s until gone, %s requests per target (%s), %.0f reconciles, manager CPU %.2f s, apiserver+etcd CPU %.2f s; %d/%d Deployments keep the env var\n",
 		secs(s.handBack.wall), hTotal, hBy, s.handBack.requests[reconciles], s.handBack.mgrCPU, s.handBack.cpCPU, s.handBack.left, n)
 
+	printSelectorGoals(w, s, fx, n)
+
+	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak anonymous memory Flux / fieldops (file-backed beside) | hand-back of all N |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| %d, one selector patch | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB (file %.0f / %.0f MiB) | %s, %s req/object |\n",
+		n, fx.wall.Seconds(), s.wall.Seconds(), ratio(s.wall.Seconds(), fx.wall.Seconds()), fxTotal, sTotal,
+		ratio(s.mgrCPU, fx.mgrCPU), ratio(s.cpCPU, fx.cpCPU), mib(fx.peak.maxAnon), mib(s.peak.maxAnon), mib(fx.peak.file), mib(s.peak.file), secs(s.handBack.wall), hTotal)
+}
+
+// printSelectorGoals writes whether the selector run s met the goals of
+// one patch over many targets, beside Flux's side fx, for N targets.
+func printSelectorGoals(w io.Writer, s *selectorResult, fx sideResult, n int) {
 	perTarget := func(c requestCounts) float64 { return c.total() / float64(n) }
 	goal := func(ok bool) string {
 		if ok {
@@ -571,10 +624,4 @@ func (r *result) printSelector(w io.Writer) {
 	// not a larger working set).
 	fmt.Fprintf(w, "  peak anonymous memory (RssAnon) ≤ Flux's: %.1f / %.1f MiB (%s); file-backed at the sampled peak %.1f / %.1f MiB; VmHWM %.0f / %.0f MiB\n",
 		mib(s.peak.maxAnon), mib(fx.peak.maxAnon), goal(s.peak.maxAnon <= fx.peak.maxAnon), mib(s.peak.file), mib(fx.peak.file), mib(s.peakRSS), mib(fx.peakRSS))
-
-	fmt.Fprintf(w, "\n| N | converge: Flux ssa ApplyAll / fieldops | requests per object | manager CPU | apiserver+etcd CPU | peak anonymous memory Flux / fieldops (file-backed beside) | hand-back of all N |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(w, "| %d, one selector patch | %.1f s / %.1f s (%s) | %s / %s | %s | %s | %.0f / %.0f MiB (file %.0f / %.0f MiB) | %s, %s req/object |\n",
-		n, fx.wall.Seconds(), s.wall.Seconds(), ratio(s.wall.Seconds(), fx.wall.Seconds()), fxTotal, sTotal,
-		ratio(s.mgrCPU, fx.mgrCPU), ratio(s.cpCPU, fx.cpCPU), mib(fx.peak.maxAnon), mib(s.peak.maxAnon), mib(fx.peak.file), mib(s.peak.file), secs(s.handBack.wall), hTotal)
 }

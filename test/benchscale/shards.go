@@ -119,26 +119,12 @@ type shardedResult struct {
 // -shard-layout, and measures as runFieldops does (without the hand-back). The managers run without
 // --leader-elect, as the one-manager run: one replica per shard, no Lease.
 func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
-	s, n, layout := b.o.shards, b.o.n, b.o.shardLayout
+	s, layout := b.o.shards, b.o.shardLayout
 	if layout != layoutMod && layout != layoutNamespace {
 		return nil, fmt.Errorf("-shard-layout %q: want %s or %s", layout, layoutMod, layoutNamespace)
 	}
-	sizes := namespaceSizes(layout, n, s)
-	// As between the Flux and fieldops sides: the apiserver and etcd of
-	// this run hold no Deployment of the one before (the selector run
-	// deleted them already, if it ran; one delete each: a
-	// deletecollection of 10000 may outlast the request deadline).
-	if err := parallel(n, 8, func(i int) error {
-		return ignoreNotFound(b.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fieldopsNS, Name: fmt.Sprintf("bench-%d", i)}}))
-	}); err != nil {
-		return nil, err
-	}
-	for ns, size := range sizes {
-		if err := b.createDeployments(ctx, ns, size); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.createDeployments(ctx, shardsWarmupNS, s); err != nil {
+	sizes := namespaceSizes(layout, b.o.n, s)
+	if err := b.prepareSharded(ctx, sizes); err != nil {
 		return nil, err
 	}
 	ms := make([]*manager, s)
@@ -155,8 +141,47 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 			return nil, fmt.Errorf("shard %d: %w", i, err)
 		}
 	}
+	before, err := b.warmUpShards(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
+	trackers := map[string]*tracker{}
+	for ns := range sizes {
+		t := newTracker(b.c, ns)
+		go t.run(ctx)
+		if _, err := t.wait(ctx, func(int, int) bool { return true }); err != nil {
+			return nil, err
+		}
+		trackers[ns] = t
+	}
+	return b.convergeShards(ctx, ms, trackers, sizes, before)
+}
 
-	// Warm up: one FieldPatch per shard starts its Deployment watch.
+// prepareSharded deletes the Deployments of the runs before (as between
+// the Flux and fieldops sides, the apiserver and etcd of this run hold
+// none of theirs; one delete each: a deletecollection of 10000 may
+// outlast the request deadline; the selector run deleted them already,
+// if it ran), then creates the Deployments of each namespace (sizes) and
+// one per shard for the warm-up.
+func (b *bench) prepareSharded(ctx context.Context, sizes map[string]int) error {
+	if err := parallel(b.o.n, 8, func(i int) error {
+		return ignoreNotFound(b.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fieldopsNS, Name: fmt.Sprintf("bench-%d", i)}}))
+	}); err != nil {
+		return err
+	}
+	for ns, size := range sizes {
+		if err := b.createDeployments(ctx, ns, size); err != nil {
+			return err
+		}
+	}
+	return b.createDeployments(ctx, shardsWarmupNS, b.o.shards)
+}
+
+// warmUpShards creates one FieldPatch per shard, which starts its
+// Deployment watch, and returns each shard's request counts once all are
+// Ready and the shards settled.
+func (b *bench) warmUpShards(ctx context.Context, ms []*manager) ([]requestCounts, error) {
+	s := len(ms)
 	warm := newTracker(b.c, shardsWarmupNS)
 	go warm.run(ctx)
 	for i := range s {
@@ -174,17 +199,15 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 			return nil, err
 		}
 	}
+	return before, nil
+}
 
-	// Converge.
-	trackers := map[string]*tracker{}
-	for ns := range sizes {
-		t := newTracker(b.c, ns)
-		go t.run(ctx)
-		if _, err := t.wait(ctx, func(int, int) bool { return true }); err != nil {
-			return nil, err
-		}
-		trackers[ns] = t
-	}
+// convergeShards creates the N FieldPatches, placed by -shard-layout,
+// and measures until every namespace's (trackers, of sizes) are Ready:
+// the wall times, each shard's use from its counts before, the control
+// plane's CPU and the Deployments applied.
+func (b *bench) convergeShards(ctx context.Context, ms []*manager, trackers map[string]*tracker, sizes map[string]int, before []requestCounts) (*shardedResult, error) {
+	s := len(ms)
 	cpu0 := make([]float64, s)
 	for i, m := range ms {
 		var err error
@@ -197,49 +220,21 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if err := parallel(n, 8, func(i int) error { return b.c.Create(ctx, shardedFieldPatch(layout, i, s)) }); err != nil {
+	if err := parallel(b.o.n, 8, func(i int) error { return b.c.Create(ctx, shardedFieldPatch(b.o.shardLayout, i, s)) }); err != nil {
 		return nil, err
 	}
 	created := time.Now()
-	// The last namespace to be all Ready; each wait returns when it sees
-	// its own condition hold, at the latest 50 ms after the last one.
-	var done time.Time
-	for ns, t := range trackers {
-		size := sizes[ns]
-		at, err := t.wait(ctx, func(ready, present int) bool { return ready == size })
-		if err != nil {
-			return nil, err
-		}
-		if at.After(done) {
-			done = at
-		}
+	done, err := allReady(ctx, trackers, sizes)
+	if err != nil {
+		return nil, err
 	}
-	r := &shardedResult{layout: layout, wall: done.Sub(start), afterCreates: done.Sub(created), requests: requestCounts{}, shards: make([]shardResult, s)}
+	r := &shardedResult{layout: b.o.shardLayout, wall: done.Sub(start), afterCreates: done.Sub(created), requests: requestCounts{}, shards: make([]shardResult, s)}
 	for i, m := range ms {
-		after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
-		if err != nil {
+		if r.shards[i], err = shardUse(m, i, before[i], cpu0[i]); err != nil {
 			return nil, err
 		}
-		sr := &r.shards[i]
-		sr.selector = shardSelector(i)
-		sr.requests = after.minus(before[i])
-		for k, v := range sr.requests {
+		for k, v := range r.shards[i].requests {
 			r.requests[k] += v
-		}
-		pid := m.cmd.Process.Pid
-		cpu1, err := cpuOf(pid)
-		if err != nil {
-			return nil, err
-		}
-		sr.cpu = cpu1 - cpu0[i]
-		if sr.peakRSS, err = peakRSSKiB(pid); err != nil {
-			return nil, err
-		}
-		if sr.rssAnon, sr.rssFile, err = rssSplitKiB(pid); err != nil {
-			return nil, err
-		}
-		if sr.fieldPatches, err = scrapeObjects(m.metricsURL, "FieldPatch"); err != nil {
-			return nil, err
 		}
 	}
 	cp1, err := cpuOf(b.cpPIDs...)
@@ -255,6 +250,50 @@ func (b *bench) runSharded(ctx context.Context) (*shardedResult, error) {
 		r.applied += applied
 	}
 	return r, nil
+}
+
+// allReady returns when the last namespace is all Ready (trackers, of
+// sizes); each wait returns when it sees its own condition hold, at the
+// latest 50 ms after the last one.
+func allReady(ctx context.Context, trackers map[string]*tracker, sizes map[string]int) (time.Time, error) {
+	var done time.Time
+	for ns, t := range trackers {
+		size := sizes[ns]
+		at, err := t.wait(ctx, func(ready, present int) bool { return ready == size })
+		if err != nil {
+			return done, err
+		}
+		if at.After(done) {
+			done = at
+		}
+	}
+	return done, nil
+}
+
+// shardUse is what shard i (manager m) used in the converge once
+// settled: its requests since before, its CPU since cpu0, its memory and
+// the FieldPatches in its cache.
+func shardUse(m *manager, i int, before requestCounts, cpu0 float64) (shardResult, error) {
+	sr := shardResult{selector: shardSelector(i)}
+	after, err := settle(m.metricsURL, 2*time.Second, 30*time.Second)
+	if err != nil {
+		return sr, err
+	}
+	sr.requests = after.minus(before)
+	pid := m.cmd.Process.Pid
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return sr, err
+	}
+	sr.cpu = cpu1 - cpu0
+	if sr.peakRSS, err = peakRSSKiB(pid); err != nil {
+		return sr, err
+	}
+	if sr.rssAnon, sr.rssFile, err = rssSplitKiB(pid); err != nil {
+		return sr, err
+	}
+	sr.fieldPatches, err = scrapeObjects(m.metricsURL, "FieldPatch")
+	return sr, err
 }
 
 // scrapeObjects sums fieldops_objects{kind=kind} (every ready, stalled

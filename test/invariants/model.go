@@ -440,14 +440,32 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 	p := rec.path
 	_, had := before.value(p)
 	_, has := written.value(p)
+	if observeOwner(rec, actor, had, has, before, written) {
+		// One previous owner removed the field: the apiserver drops it from
+		// every owner's set, so nothing on the object says the others did
+		// not let it go too (fieldops forgets it for all of them, and a
+		// repair adds it anew). Only (5) is checked then.
+		if had && !has && len(rec.liveOwners()) > 0 {
+			rec.ambiguous = true
+		}
+		return
+	}
+	m.observeOther(pm, rec, actor, had, has, before, written)
+}
+
+// observeOwner follows the request of actor on rec's field when actor is
+// a previous owner of it (by manager name: an Update of a field moves it
+// from the manager's Apply entry to its Update entry; it still holds it),
+// and reports whether it is; had and has say whether the field was set
+// before and is after.
+func observeOwner(rec *record, actor string, had, has bool, before, written *snapshot) bool {
+	p := rec.path
 	isOwner := false
 	for o := range rec.owners {
 		if o.Manager != actor {
 			continue
 		}
 		isOwner = true
-		// By manager name: an Update of a field moves it from the
-		// manager's Apply entry to its Update entry; it still holds it.
 		switch {
 		case written.ownsAny(o.Manager, p):
 			bv, _ := before.value(p)
@@ -467,16 +485,14 @@ func (m *model) observeRequest(pm *patchModel, rec *record, actor string, before
 			rec.dropped[o] = true // it removed or relinquished the field
 		}
 	}
-	if isOwner {
-		// One previous owner removed the field: the apiserver drops it from
-		// every owner's set, so nothing on the object says the others did
-		// not let it go too (fieldops forgets it for all of them, and a
-		// repair adds it anew). Only (5) is checked then.
-		if had && !has && len(rec.liveOwners()) > 0 {
-			rec.ambiguous = true
-		}
-		return
-	}
+	return isOwner
+}
+
+// observeOther follows the request of actor, not a previous owner, on
+// rec's field: a manager in between letting go, or a third manager's
+// removal, makes the record ambiguous; a take from the patch contests it.
+func (m *model) observeOther(pm *patchModel, rec *record, actor string, had, has bool, before, written *snapshot) {
+	p := rec.path
 	if rec.between[actor] && before.ownsAny(actor, p) && !written.ownsAny(actor, p) && !m.ownedByAny(written, rec.liveOwners(), p) {
 		// A manager in between lets the field go while none of the
 		// previous owners holds it: they lost it to another hand, so
@@ -527,6 +543,10 @@ func (m *model) checkRelease(pm *patchModel, before, after *snapshot, deleted bo
 	return out
 }
 
+// checkReleased checks one field pm let go, as its record says:
+// previous owners that let it go do not get it back; then, unless the
+// record is ambiguous, a field taken from owners (checkTaken) or added by
+// the patch (checkAdded).
 func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapshot, deleted bool) []Violation {
 	var out []Violation
 	p, k := rec.path, ownershipcore.FormatPath(rec.path)
@@ -545,45 +565,58 @@ func (m *model) checkReleased(pm *patchModel, rec *record, before, after *snapsh
 	if rec.ambiguous {
 		return out
 	}
-	bv, _ := before.value(p)
-	av, ok := after.value(p)
-	if owners := rec.liveOwners(); len(owners) > 0 && pm.deletion == v1alpha1.DeletionPolicyRestore && !rec.contested && !m.workloadHolds(after, p) {
-		return append(out, checkRestored(pm, rec, owners, after, when)...)
+	if owners := rec.liveOwners(); len(owners) > 0 {
+		return append(out, m.checkTaken(pm, rec, owners, before, after, when)...)
 	}
-	if owners := rec.liveOwners(); len(owners) > 0 && pm.deletion == v1alpha1.DeletionPolicyRestore {
+	return append(out, m.checkAdded(pm, rec, after, when)...)
+}
+
+// checkTaken checks a released field the patch took from owners: under
+// Restore (checkRestored), else its value stays and, unless the policy
+// relinquishes or another hand took it, it goes back to them.
+func (m *model) checkTaken(pm *patchModel, rec *record, owners []owner, before, after *snapshot, when string) []Violation {
+	p, k := rec.path, ownershipcore.FormatPath(rec.path)
+	if pm.deletion == v1alpha1.DeletionPolicyRestore && !rec.contested && !m.workloadHolds(after, p) {
+		return checkRestored(pm, rec, owners, after, when)
+	}
+	if pm.deletion == v1alpha1.DeletionPolicyRestore {
 		// Taken back from a manager that took it in between (contested),
 		// or held by a workload: the value is the one from before the
 		// patch (restored) or the one it left; whom it goes to is policy.
+		return nil
+	}
+	var out []Violation
+	bv, _ := before.value(p)
+	av, ok := after.value(p)
+	// A workload that holds the field now may have written it while
+	// the patch let go (its drift repair, on its own time).
+	if !ok || !reflect.DeepEqual(av, bv) && !m.workloadHolds(after, p) {
+		out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s; its value %s must stay %s, but it is %s", k, ownerList(owners), show(bv, true), when, show(av, ok))})
+	}
+	// A workload that holds the field now took it from its owners
+	// (Force), not the patch: there is nothing to hand back.
+	if pm.deletion == v1alpha1.DeletionPolicyRelinquish || rec.contested || m.workloadHolds(after, p) {
 		return out
 	}
-	if owners := rec.liveOwners(); len(owners) > 0 {
-		// A workload that holds the field now may have written it while
-		// the patch let go (its drift repair, on its own time).
-		if !ok || !reflect.DeepEqual(av, bv) && !m.workloadHolds(after, p) {
-			out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s; its value %s must stay %s, but it is %s", k, ownerList(owners), show(bv, true), when, show(av, ok))})
+	for _, o := range owners {
+		if !after.owns(o, p) {
+			out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s and is not handed back to it %s (now %s)", k, o, when, after.describe(p))})
 		}
-		// A workload that holds the field now took it from its owners
-		// (Force), not the patch: there is nothing to hand back.
-		if pm.deletion == v1alpha1.DeletionPolicyRelinquish || rec.contested || m.workloadHolds(after, p) {
-			return out
-		}
-		for _, o := range owners {
-			if !after.owns(o, p) {
-				out = append(out, Violation{3, fmt.Sprintf("%s was taken from %s and is not handed back to it %s (now %s)", k, o, when, after.describe(p))})
-			}
-		}
-		return out
 	}
-	// Added by the patch: it leaves, even when another manager took it
-	// from the patch in between and the patch took it back (a contest
-	// changes no record), unless someone else owns it now. Under faults a
-	// lost status write may have lost the record that the patch added it
-	// (see model.faults): then the field may stay.
-	if rec.contested && m.faults || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
-		return out
-	}
-	out = append(out, Violation{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))})
 	return out
+}
+
+// checkAdded checks a released field the patch added: it leaves, even
+// when another manager took it from the patch in between and the patch
+// took it back (a contest changes no record), unless someone else owns it
+// now. Under faults a lost status write may have lost the record that the
+// patch added it (see model.faults): then the field may stay.
+func (m *model) checkAdded(pm *patchModel, rec *record, after *snapshot, when string) []Violation {
+	p, k := rec.path, ownershipcore.FormatPath(rec.path)
+	if rec.contested && m.faults || rec.fromWorkload || after.othersHold(pm.manager, p) || m.gone(after, p) || after.keyOfHeldItem(pm.manager, p) || after.keyOfItemWithValues(p) {
+		return nil
+	}
+	return []Violation{{4, fmt.Sprintf("%s was added by %s (nobody else owned it), but it stays %s: %s", k, pm.name, when, after.describe(p))}}
 }
 
 // checkRestored checks invariant (9) for a field a Restore patch took

@@ -196,18 +196,7 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 		r.faults.set(false)
 		return nil, note, nil, err
 	}
-	// A deleted object is no longer live (settle leaves it alone), but its
-	// model is kept for the checks of its release.
-	var deletedPatch *patchModel
-	var deletedWorkload string
-	switch s.Op {
-	case OpPatchDelete:
-		deletedPatch = r.model.patches[s.Who]
-		delete(r.model.patches, s.Who)
-	case OpWorkloadDelete:
-		deletedWorkload = r.model.workloads[s.Who]
-		delete(r.model.workloads, s.Who)
-	}
+	gone := r.forget(s)
 	if s.Op == OpPatchDelete || s.Op == OpWorkloadDelete {
 		if v := r.waitGone(ctx, s); v != nil {
 			r.faults.set(false)
@@ -217,6 +206,50 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	settled, reasons := r.settle(ctx)
 	r.faults.set(false)
 	vs = append(vs, settled...)
+	note, divergences := r.stepNote(note, reasons, injected, diverged)
+	vs = append(vs, divergences...)
+	after, err := r.read(ctx)
+	if err != nil {
+		return nil, note, nil, err
+	}
+	vs = append(vs, r.model.checkLosses(before, written, after)...)
+	planVs, planNote := r.checkPlan(ctx, pl, before, after)
+	vs = append(vs, planVs...)
+	if planNote != "" {
+		note = strings.TrimPrefix(note+"; "+planNote, "; ")
+	}
+	vs = append(vs, r.checkStep(s, gone, before, written, after)...)
+	return vs, note, after, nil
+}
+
+// forgotten is the model of the object a deletion step deleted: a
+// FieldPatch's or a workload's.
+type forgotten struct {
+	patch    *patchModel
+	workload string
+}
+
+// forget takes the object a deletion step deletes out of the live model
+// (settle leaves it alone) and returns its model, kept for the checks of
+// its release.
+func (r *run) forget(s Step) forgotten {
+	var gone forgotten
+	switch s.Op {
+	case OpPatchDelete:
+		gone.patch = r.model.patches[s.Who]
+		delete(r.model.patches, s.Who)
+	case OpWorkloadDelete:
+		gone.workload = r.model.workloads[s.Who]
+		delete(r.model.workloads, s.Who)
+	}
+	return gone
+}
+
+// stepNote adds to a step's note the redefaulted divergences, the faults
+// injected and the Ready reasons, and returns the other divergences
+// (since the counts injected and diverged) as violations of (8).
+func (r *run) stepNote(note, reasons string, injected int64, diverged int) (string, []Violation) {
+	var vs []Violation
 	for _, d := range append(r.divergent, r.recs.divergencesSince(diverged)...) {
 		if strings.HasPrefix(d, redefaulted) {
 			note = strings.TrimPrefix(note+"; "+d, "; ")
@@ -230,30 +263,27 @@ func (r *run) step(ctx context.Context, s Step, last *snapshot) ([]Violation, st
 	if reasons != "" {
 		note = strings.TrimPrefix(note+"; "+reasons, "; ")
 	}
-	after, err := r.read(ctx)
-	if err != nil {
-		return nil, note, nil, err
-	}
-	vs = append(vs, r.model.checkLosses(before, written, after)...)
-	planVs, planNote := r.checkPlan(ctx, pl, before, after)
-	vs = append(vs, planVs...)
-	if planNote != "" {
-		note = strings.TrimPrefix(note+"; "+planNote, "; ")
-	}
+	return note, vs
+}
+
+// checkStep checks what s released (an edited or deleted FieldPatch, a
+// deleted workload) and has the model observe the step.
+func (r *run) checkStep(s Step, gone forgotten, before, written, after *snapshot) []Violation {
+	var vs []Violation
 	actor := ""
 	switch s.Op {
 	case OpCreate, OpApply, OpUpdate:
 		actor = s.Who
 	case OpPatchEdit:
-		vs = append(vs, r.model.checkRelease(r.model.patches[s.Who], before, after, false)...)
+		vs = r.model.checkRelease(r.model.patches[s.Who], before, after, false)
 	case OpPatchDelete:
-		vs = append(vs, r.model.checkRelease(deletedPatch, before, after, true)...)
+		vs = r.model.checkRelease(gone.patch, before, after, true)
 	case OpWorkloadDelete:
-		vs = append(vs, r.model.checkWorkloadGone(s.Who, deletedWorkload, after)...)
-		r.model.workloadLeft(deletedWorkload, before)
+		vs = r.model.checkWorkloadGone(s.Who, gone.workload, after)
+		r.model.workloadLeft(gone.workload, before)
 	}
 	r.model.observe(actor, before, written, after)
-	return vs, note, after, nil
+	return vs
 }
 
 // target returns an empty object naming the target.
@@ -297,52 +327,11 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 	case OpUpdate:
 		return r.update(ctx, s)
 	case OpPatchCreate:
-		fp, err := r.newPatch(s)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := r.env.Client.Create(ctx, fp); err != nil {
-			return nil, "", fmt.Errorf("create FieldPatch %s: %w", s.Who, err)
-		}
-		r.model.patches[s.Who] = &patchModel{name: s.Who, manager: ownershipcore.ManagerName(fieldpatch.ManagerPrefix, r.ns, s.Who),
-			conflict: s.Conflict, deletion: s.Deletion, records: map[string]*record{}}
-		return nil, "", nil
+		return nil, "", r.createPatch(ctx, s)
 	case OpPatchEdit:
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			fp := &v1alpha1.FieldPatch{}
-			if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: r.ns, Name: s.Who}, fp); err != nil {
-				return err
-			}
-			if err := r.fillPatch(fp, s); err != nil {
-				return err
-			}
-			return r.env.Client.Update(ctx, fp)
-		})
-		if err != nil {
-			return nil, "", fmt.Errorf("edit FieldPatch %s: %w", s.Who, err)
-		}
-		return nil, "", nil
+		return nil, "", r.editPatch(ctx, s)
 	case OpPatchDelete:
-		if s.Expire {
-			// An expiry time that has passed ends the patch at once.
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				fp := &v1alpha1.FieldPatch{}
-				if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: r.ns, Name: s.Who}, fp); err != nil {
-					return err
-				}
-				fp.Spec.ExpiresAfter, fp.Spec.ExpiresAt = nil, &metav1.Time{Time: time.Now().Add(-time.Second)}
-				return r.env.Client.Update(ctx, fp)
-			})
-			if err != nil {
-				return nil, "", fmt.Errorf("expire FieldPatch %s: %w", s.Who, err)
-			}
-			return nil, "", nil
-		}
-		fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: s.Who, Namespace: r.ns}}
-		if err := r.env.Client.Delete(ctx, fp); err != nil {
-			return nil, "", fmt.Errorf("delete FieldPatch %s: %w", s.Who, err)
-		}
-		return nil, "", nil
+		return nil, "", r.deletePatch(ctx, s)
 	case OpWorkloadApply:
 		return nil, "", r.applyWorkload(ctx, s)
 	case OpWorkloadDelete:
@@ -358,7 +347,22 @@ func (r *run) do(ctx context.Context, s Step, before *snapshot) (*snapshot, stri
 	return nil, "", fmt.Errorf("unknown step %v", s)
 }
 
-// newPatch is the FieldPatch a create step makes.
+// createPatch creates s's FieldPatch (newPatch) and its model.
+func (r *run) createPatch(ctx context.Context, s Step) error {
+	fp, err := r.newPatch(s)
+	if err != nil {
+		return err
+	}
+	if err := r.env.Client.Create(ctx, fp); err != nil {
+		return fmt.Errorf("create FieldPatch %s: %w", s.Who, err)
+	}
+	r.model.patches[s.Who] = &patchModel{name: s.Who, manager: ownershipcore.ManagerName(fieldpatch.ManagerPrefix, r.ns, s.Who),
+		conflict: s.Conflict, deletion: s.Deletion, records: map[string]*record{}}
+	return nil
+}
+
+// newPatch is the FieldPatch a create step makes, by name or by
+// targetSelector.
 func (r *run) newPatch(s Step) (*v1alpha1.FieldPatch, error) {
 	fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: s.Who, Namespace: r.ns}}
 	if err := r.fillPatch(fp, s); err != nil {
@@ -375,6 +379,49 @@ func (r *run) newPatch(s Step) (*v1alpha1.FieldPatch, error) {
 		fp.Spec.Target = v1alpha1.TargetReference{APIVersion: apiVersion, Kind: r.kind.Name, Name: targetName}
 	}
 	return fp, nil
+}
+
+// updatePatch reads s's FieldPatch, changes it with change and updates
+// it, retried on conflicts.
+func (r *run) updatePatch(ctx context.Context, s Step, change func(*v1alpha1.FieldPatch) error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fp := &v1alpha1.FieldPatch{}
+		if err := r.env.Client.Get(ctx, types.NamespacedName{Namespace: r.ns, Name: s.Who}, fp); err != nil {
+			return err
+		}
+		if err := change(fp); err != nil {
+			return err
+		}
+		return r.env.Client.Update(ctx, fp)
+	})
+}
+
+// editPatch sets s's patch on its FieldPatch.
+func (r *run) editPatch(ctx context.Context, s Step) error {
+	if err := r.updatePatch(ctx, s, func(fp *v1alpha1.FieldPatch) error { return r.fillPatch(fp, s) }); err != nil {
+		return fmt.Errorf("edit FieldPatch %s: %w", s.Who, err)
+	}
+	return nil
+}
+
+// deletePatch deletes s's FieldPatch or, for an expiry, sets its expiry
+// time in the past, which ends the patch at once.
+func (r *run) deletePatch(ctx context.Context, s Step) error {
+	if s.Expire {
+		err := r.updatePatch(ctx, s, func(fp *v1alpha1.FieldPatch) error {
+			fp.Spec.ExpiresAfter, fp.Spec.ExpiresAt = nil, &metav1.Time{Time: time.Now().Add(-time.Second)}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("expire FieldPatch %s: %w", s.Who, err)
+		}
+		return nil
+	}
+	fp := &v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: s.Who, Namespace: r.ns}}
+	if err := r.env.Client.Delete(ctx, fp); err != nil {
+		return fmt.Errorf("delete FieldPatch %s: %w", s.Who, err)
+	}
+	return nil
 }
 
 // response turns the result of another manager's request into the
@@ -450,38 +497,10 @@ func (r *run) update(ctx context.Context, s Step) (*snapshot, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		var changed interface{} = runtime.DeepCopyJSON(live.Object)
-		for _, f := range s.Fields {
-			if f.Value == nil {
-				changed = removePath(changed, mustPath(f.Path))
-			} else {
-				changed = setPath(changed, mustPath(f.Path), runtime.DeepCopyJSONValue(f.Value))
-			}
-		}
-		from, _ := json.Marshal(live.Object)
-		to, _ := json.Marshal(changed)
-		var patch client.Patch
-		if s.JSONPatch {
-			ops, err := gomodjsonpatch.CreatePatch(from, to)
-			if err != nil {
-				return nil, "", err
-			}
-			guarded := []interface{}{map[string]interface{}{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
-			for _, op := range ops {
-				guarded = append(guarded, op)
-			}
-			b, _ := json.Marshal(guarded)
-			patch = client.RawPatch(types.JSONPatchType, b)
-		} else {
-			b, err := jsonpatch.CreateMergePatch(from, to)
-			if err != nil {
-				return nil, "", err
-			}
-			var m map[string]interface{}
-			_ = json.Unmarshal(b, &m)
-			m = setPath(m, mustPath(".metadata.resourceVersion"), live.GetResourceVersion()).(map[string]interface{})
-			b, _ = json.Marshal(m)
-			patch = client.RawPatch(types.MergePatchType, b)
+		changed := changedObject(live, s.Fields)
+		patch, err := guardedPatch(live, changed, s.JSONPatch)
+		if err != nil {
+			return nil, "", err
 		}
 		read := live.DeepCopy()
 		err = r.env.Client.Patch(ctx, live, patch, client.FieldOwner(s.Who))
@@ -496,6 +515,49 @@ func (r *run) update(ctx context.Context, s Step) (*snapshot, string, error) {
 		}
 		return r.response(live, before, err)
 	}
+}
+
+// changedObject is a copy of live with fields set (a nil value removes
+// the field).
+func changedObject(live *unstructured.Unstructured, fields []Field) interface{} {
+	var changed interface{} = runtime.DeepCopyJSON(live.Object)
+	for _, f := range fields {
+		if f.Value == nil {
+			changed = removePath(changed, mustPath(f.Path))
+		} else {
+			changed = setPath(changed, mustPath(f.Path), runtime.DeepCopyJSONValue(f.Value))
+		}
+	}
+	return changed
+}
+
+// guardedPatch is the patch from live to changed, guarded by live's
+// resourceVersion: a JSON patch that tests it first, or a JSON merge
+// patch that sets it.
+func guardedPatch(live *unstructured.Unstructured, changed interface{}, jsonPatch bool) (client.Patch, error) {
+	from, _ := json.Marshal(live.Object)
+	to, _ := json.Marshal(changed)
+	if jsonPatch {
+		ops, err := gomodjsonpatch.CreatePatch(from, to)
+		if err != nil {
+			return nil, err
+		}
+		guarded := []interface{}{map[string]interface{}{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
+		for _, op := range ops {
+			guarded = append(guarded, op)
+		}
+		b, _ := json.Marshal(guarded)
+		return client.RawPatch(types.JSONPatchType, b), nil
+	}
+	b, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]interface{}
+	_ = json.Unmarshal(b, &m)
+	m = setPath(m, mustPath(".metadata.resourceVersion"), live.GetResourceVersion()).(map[string]interface{})
+	b, _ = json.Marshal(m)
+	return client.RawPatch(types.MergePatchType, b), nil
 }
 
 // checkUpdate is the predictor's checkUpdate of an update of read into
@@ -633,17 +695,7 @@ const maxRounds = 4
 // ApplyFailed is invariant (7): the generator only makes patches that fit
 // the target. It returns the FieldPatches' Ready reasons.
 func (r *run) settle(ctx context.Context) ([]Violation, string) {
-	type object struct {
-		obj        client.Object
-		controller string
-	}
-	var objs []object
-	for name := range r.model.patches {
-		objs = append(objs, object{&v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}, "fieldpatch"})
-	}
-	for name := range r.model.workloads {
-		objs = append(objs, object{&v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}, "managedworkload"})
-	}
+	objs := r.liveObjects()
 	if len(objs) == 0 {
 		return nil, ""
 	}
@@ -658,18 +710,8 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 		w0 := r.writes()
 		r.bumps++
 		for _, o := range objs {
-			k := reconcileKey(o.controller, r.ns, o.obj.GetName())
-			started, _ := r.recs.counts(k)
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{"invariants.fieldops.dev/barrier":"%d"}}}`, r.bumps)
-			if err := r.env.Client.Patch(ctx, o.obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-				return []Violation{{0, fmt.Sprintf("harness: touch %s: %v", o.obj.GetName(), err)}}, ""
-			}
-			err := r.poll(ctx, func() (bool, error) {
-				s, e := r.recs.counts(k)
-				return s > started && e == s, nil
-			})
-			if err != nil {
-				return []Violation{{6, fmt.Sprintf("no reconcile of %s finished within %s of a touch (last error: %s)", o.obj.GetName(), r.env.Timeout, r.recs.lastError(k))}}, ""
+			if v := r.touch(ctx, o); v != nil {
+				return []Violation{*v}, ""
 			}
 		}
 		w1 := r.writes()
@@ -683,6 +725,51 @@ func (r *run) settle(ctx context.Context) ([]Violation, string) {
 			return []Violation{{6, fmt.Sprintf("fieldops still writes after %d rounds of one reconcile each: %s in the last round", rounds, w1.minus(w0))}}, ""
 		}
 	}
+	return r.readyReasons(ctx)
+}
+
+// liveObject is a live fieldops object and the controller that
+// reconciles it.
+type liveObject struct {
+	obj        client.Object
+	controller string
+}
+
+// liveObjects are the live FieldPatches and workloads of the model.
+func (r *run) liveObjects() []liveObject {
+	var objs []liveObject
+	for name := range r.model.patches {
+		objs = append(objs, liveObject{&v1alpha1.FieldPatch{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}, "fieldpatch"})
+	}
+	for name := range r.model.workloads {
+		objs = append(objs, liveObject{&v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns}}, "managedworkload"})
+	}
+	return objs
+}
+
+// touch sets the barrier annotation (r.bumps) on o and waits until a
+// reconcile of o that started after it has finished; a failure to touch
+// is the harness's, a reconcile that does not come is invariant (6).
+func (r *run) touch(ctx context.Context, o liveObject) *Violation {
+	k := reconcileKey(o.controller, r.ns, o.obj.GetName())
+	started, _ := r.recs.counts(k)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"invariants.fieldops.dev/barrier":"%d"}}}`, r.bumps)
+	if err := r.env.Client.Patch(ctx, o.obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return &Violation{0, fmt.Sprintf("harness: touch %s: %v", o.obj.GetName(), err)}
+	}
+	err := r.poll(ctx, func() (bool, error) {
+		s, e := r.recs.counts(k)
+		return s > started && e == s, nil
+	})
+	if err != nil {
+		return &Violation{6, fmt.Sprintf("no reconcile of %s finished within %s of a touch (last error: %s)", o.obj.GetName(), r.env.Timeout, r.recs.lastError(k))}
+	}
+	return nil
+}
+
+// readyReasons are the live FieldPatches' Ready reasons, sorted, and a
+// violation of (7) for each that ends InvalidPatch or ApplyFailed.
+func (r *run) readyReasons(ctx context.Context) ([]Violation, string) {
 	var vs []Violation
 	var notes []string
 	for name := range r.model.patches {

@@ -30,32 +30,13 @@ func (e *Env) Shrink(ctx context.Context, res Result, budget, parallel int) Resu
 	best := res
 	best.Seq.Steps = best.Seq.Steps[:best.Failed+1]
 	for budget > 0 {
-		var cands []Sequence
-		seen := map[string]bool{}
-		for i := len(best.Seq.Steps) - 1; i >= 1 && len(cands) < budget; i-- {
-			steps := Normalize(append(append([]Step{}, best.Seq.Steps[:i]...), best.Seq.Steps[i+1:]...))
-			c := Sequence{Seed: best.Seq.Seed, Kind: best.Seq.Kind, Steps: steps, Faults: best.Seq.Faults}
-			if k := c.String(); !seen[k] {
-				seen[k] = true
-				cands = append(cands, c)
-			}
-		}
+		cands := dropOne(best.Seq, budget)
 		if len(cands) == 0 {
 			break
 		}
 		budget -= len(cands)
-		results := e.RunAll(ctx, cands, parallel)
 		improved := false
-		for _, r := range results {
-			if r.Failed < 0 || !breaksAny(r, want) || r.Failed+1 >= len(best.Seq.Steps) {
-				continue
-			}
-			if !improved || r.Failed < best.Failed {
-				best, improved = r, true
-				best.Seq.Steps = best.Seq.Steps[:best.Failed+1]
-			}
-		}
-		if !improved {
+		if best, improved = shortest(best, e.RunAll(ctx, cands, parallel), want); !improved {
 			break
 		}
 	}
@@ -63,6 +44,40 @@ func (e *Env) Shrink(ctx context.Context, res Result, budget, parallel int) Resu
 		best.From = from
 	}
 	return best
+}
+
+// dropOne is every distinct sequence that is seq without one of its
+// steps after the first (Normalized), from the last step on, at most
+// budget of them.
+func dropOne(seq Sequence, budget int) []Sequence {
+	var cands []Sequence
+	seen := map[string]bool{}
+	for i := len(seq.Steps) - 1; i >= 1 && len(cands) < budget; i-- {
+		steps := Normalize(append(append([]Step{}, seq.Steps[:i]...), seq.Steps[i+1:]...))
+		c := Sequence{Seed: seq.Seed, Kind: seq.Kind, Steps: steps, Faults: seq.Faults}
+		if k := c.String(); !seen[k] {
+			seen[k] = true
+			cands = append(cands, c)
+		}
+	}
+	return cands
+}
+
+// shortest is the result among results that breaks one of the wanted
+// invariants at the earliest step, shorter than best, cut after its
+// failing step; improved is false (and best returned) when none is.
+func shortest(best Result, results []Result, want map[int]bool) (Result, bool) {
+	improved := false
+	for _, r := range results {
+		if r.Failed < 0 || !breaksAny(r, want) || r.Failed+1 >= len(best.Seq.Steps) {
+			continue
+		}
+		if !improved || r.Failed < best.Failed {
+			best, improved = r, true
+			best.Seq.Steps = best.Seq.Steps[:best.Failed+1]
+		}
+	}
+	return best, improved
 }
 
 func breaksAny(r Result, want map[int]bool) bool {

@@ -118,14 +118,7 @@ func (s Step) String() string {
 	case OpCreate:
 		return fmt.Sprintf("%s creates the target %s", s.Who, fieldList(s.Fields))
 	case OpApply:
-		force := ""
-		if s.Force {
-			force = " with force"
-		}
-		if len(s.Fields) == 0 {
-			return fmt.Sprintf("%s applies an empty intent%s (relinquishes all its fields)", s.Who, force)
-		}
-		return fmt.Sprintf("%s applies %s%s", s.Who, fieldList(s.Fields), force)
+		return s.applyString()
 	case OpUpdate:
 		how := "JSON merge patch"
 		if s.JSONPatch {
@@ -133,17 +126,7 @@ func (s Step) String() string {
 		}
 		return fmt.Sprintf("%s updates %s (%s)", s.Who, fieldList(s.Fields), how)
 	case OpPatchCreate, OpPatchEdit:
-		extra := ""
-		if s.Append != "" {
-			extra = fmt.Sprintf(" + append %q to /spec/setList/-", s.Append)
-		}
-		if s.Op == OpPatchEdit {
-			return fmt.Sprintf("edit FieldPatch %s: %s %s%s", s.Who, s.Type, fieldList(s.Fields), extra)
-		}
-		if s.Selector {
-			extra += ", by targetSelector"
-		}
-		return fmt.Sprintf("create FieldPatch %s: %s %s%s, conflictPolicy %s, deletionPolicy %s", s.Who, s.Type, fieldList(s.Fields), extra, s.Conflict, s.Deletion)
+		return s.patchString()
 	case OpPatchDelete:
 		if s.Expire {
 			return fmt.Sprintf("FieldPatch %s expires (deletionPolicy %s)", s.Who, s.Deletion)
@@ -157,6 +140,33 @@ func (s Step) String() string {
 		return "restart the fieldops manager"
 	}
 	return fmt.Sprintf("op %d", s.Op)
+}
+
+// applyString is String of an OpApply.
+func (s Step) applyString() string {
+	force := ""
+	if s.Force {
+		force = " with force"
+	}
+	if len(s.Fields) == 0 {
+		return fmt.Sprintf("%s applies an empty intent%s (relinquishes all its fields)", s.Who, force)
+	}
+	return fmt.Sprintf("%s applies %s%s", s.Who, fieldList(s.Fields), force)
+}
+
+// patchString is String of an OpPatchCreate or OpPatchEdit.
+func (s Step) patchString() string {
+	extra := ""
+	if s.Append != "" {
+		extra = fmt.Sprintf(" + append %q to /spec/setList/-", s.Append)
+	}
+	if s.Op == OpPatchEdit {
+		return fmt.Sprintf("edit FieldPatch %s: %s %s%s", s.Who, s.Type, fieldList(s.Fields), extra)
+	}
+	if s.Selector {
+		extra += ", by targetSelector"
+	}
+	return fmt.Sprintf("create FieldPatch %s: %s %s%s, conflictPolicy %s, deletionPolicy %s", s.Who, s.Type, fieldList(s.Fields), extra, s.Conflict, s.Deletion)
 }
 
 // Sequence is a target kind and the steps done to it; steps[0] creates it.

@@ -81,42 +81,32 @@ func main() {
 	}
 }
 
+// flags are the command's flags.
+type flags struct {
+	namespace, manager, container, envName string
+	n, concurrency                         int
+}
+
 func run() error {
-	var (
-		namespace, manager, container, envName string
-		n, concurrency                         int
-	)
+	var f flags
 	// config.GetConfig reads --kubeconfig (registered by its package) or
 	// $KUBECONFIG and turns client-side rate limiting off, as it does for
 	// the fieldops manager.
-	flag.StringVar(&namespace, "namespace", "bench-flux", "Namespace of the Deployments.")
-	flag.IntVar(&n, "n", 1000, "Number of Deployments (bench-0 … bench-N-1).")
-	flag.IntVar(&concurrency, "concurrency", 4, "ResourceManager.SetConcurrency: concurrent reads and dry-runs of ApplyAll (kustomize-controller's --concurrent-ssa defaults to 4).")
-	flag.StringVar(&manager, "field-manager", "kustomize-controller", "Field manager of the applies.")
-	flag.StringVar(&container, "container", "app", "Container the env var is added to.")
-	flag.StringVar(&envName, "env", "FIELDOPS_BENCH", "Name of the env var added (value: the Deployment's index).")
+	flag.StringVar(&f.namespace, "namespace", "bench-flux", "Namespace of the Deployments.")
+	flag.IntVar(&f.n, "n", 1000, "Number of Deployments (bench-0 … bench-N-1).")
+	flag.IntVar(&f.concurrency, "concurrency", 4, "ResourceManager.SetConcurrency: concurrent reads and dry-runs of ApplyAll (kustomize-controller's --concurrent-ssa defaults to 4).")
+	flag.StringVar(&f.manager, "field-manager", "kustomize-controller", "Field manager of the applies.")
+	flag.StringVar(&f.container, "container", "app", "Container the env var is added to.")
+	flag.StringVar(&f.envName, "env", "FIELDOPS_BENCH", "Name of the env var added (value: the Deployment's index).")
 	flag.Parse()
 
-	cfg, err := config.GetConfig()
+	rm, requests, err := newResourceManager(f.manager, f.concurrency)
 	if err != nil {
 		return err
 	}
-	requests := &counter{method: map[string]int{}}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { requests.next = rt; return requests })
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
-	}
-	// Warm the RESTMapper as a running kustomize-controller has it.
-	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1"); err != nil {
-		return err
-	}
-	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: manager, Group: "bench.fieldops.dev"})
-	rm.SetConcurrency(concurrency)
-
-	objects := make([]*unstructured.Unstructured, n)
+	objects := make([]*unstructured.Unstructured, f.n)
 	for i := range objects {
-		objects[i] = intent(namespace, fmt.Sprintf("bench-%d", i), container, envName, strconv.Itoa(i))
+		objects[i] = intent(f.namespace, fmt.Sprintf("bench-%d", i), f.container, f.envName, strconv.Itoa(i))
 	}
 
 	out := json.NewEncoder(os.Stdout)
@@ -127,7 +117,39 @@ func run() error {
 	if !in.Scan() || in.Text() != "go" {
 		return fmt.Errorf("expected 'go' on stdin")
 	}
+	if err := out.Encode(applyAll(rm, requests, objects)); err != nil {
+		return err
+	}
+	for in.Scan() { // until the harness closes stdin
+	}
+	return nil
+}
 
+// newResourceManager is the ssa ResourceManager of field manager
+// manager with concurrency workers, its requests counted, its RESTMapper
+// warm as a running kustomize-controller has it.
+func newResourceManager(manager string, concurrency int) (*ssa.ResourceManager, *counter, error) {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	requests := &counter{method: map[string]int{}}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { requests.next = rt; return requests })
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1"); err != nil {
+		return nil, nil, err
+	}
+	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: manager, Group: "bench.fieldops.dev"})
+	rm.SetConcurrency(concurrency)
+	return rm, requests, nil
+}
+
+// applyAll runs ApplyAll on objects and returns its wall time, the
+// requests it sent and its actions, or its error.
+func applyAll(rm *ssa.ResourceManager, requests *counter, objects []*unstructured.Unstructured) Result {
 	requests.reset()
 	start := time.Now()
 	cs, err := rm.ApplyAll(context.Background(), objects, ssa.DefaultApplyOptions())
@@ -137,17 +159,12 @@ func run() error {
 	requests.mu.Unlock()
 	if err != nil {
 		res.Error = err.Error()
-	} else {
-		for _, e := range cs.Entries {
-			res.Actions[e.Action.String()]++
-		}
+		return res
 	}
-	if err := out.Encode(res); err != nil {
-		return err
+	for _, e := range cs.Entries {
+		res.Actions[e.Action.String()]++
 	}
-	for in.Scan() { // until the harness closes stdin
-	}
-	return nil
+	return res
 }
 
 // intent is the partial Deployment: only the container's name (its list
