@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/accountuse"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
@@ -136,6 +137,10 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	w := &workload.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Gates: feature.Gates, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
+	}
+	inUse := &accountuse.Reconciler{Client: mgr.GetClient(), Tenancy: tenancy}
+	if err := inUse.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the in-use protection of accounts: %w", err)
 	}
 	podApplier, err := ownershipcore.NewApplier(mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader(), schema)
 	if err != nil {

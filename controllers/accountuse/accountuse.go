@@ -1,0 +1,277 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+// Package accountuse protects the accounts fieldops objects act as while
+// they are in use, as Kubernetes protects a PersistentVolumeClaim a Pod
+// uses (the kubernetes.io/pvc-protection finalizer, KEP-498 "Storage
+// Object in Use Protection"): the ServiceAccount, the RoleBindings and
+// ClusterRoleBindings that grant it rights and the Roles those
+// RoleBindings refer to carry the finalizer fieldops.dev/in-use while a
+// FieldPatch, ClusterFieldPatch or ManagedWorkload acting as that account
+// exists. Deleting them first (kubectl delete -k, a GitOps prune, a
+// namespace deletion, in any order) then waits until the fieldops objects
+// have handed their fields back with the account's rights, instead of
+// leaving those objects stuck on a hand-back they may no longer do.
+package accountuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/tenancy"
+)
+
+// Finalizer marks an account object (ServiceAccount, RoleBinding,
+// ClusterRoleBinding, Role) that a fieldops object acting as the account
+// needs: fieldops removes it once no such object exists.
+const Finalizer = "fieldops.dev/in-use"
+
+// errStale: an account object changed since the cache's copy (our own
+// last patch, most often): the request is looked at again shortly, with
+// the cache's next copy, rather than logged as an error.
+var errStale = errors.New("an account object changed since it was read")
+
+// staleRetry is how long a request waits after errStale.
+const staleRetry = time.Second
+
+// clusterKey is the request of the ClusterRoleBindings; every other
+// request names a namespace (Name; Namespace empty).
+const clusterKey = ""
+
+// Reconciler keeps Finalizer on the account objects in use, and off the
+// others, one namespace per request (its ServiceAccounts, RoleBindings
+// and Roles) and the ClusterRoleBindings in one request of their own.
+// The apiserver admits a change of finalizers alone on a binding or a
+// role without the escalation checks of RBAC (only the fields garbage
+// collection reads change).
+type Reconciler struct {
+	// Client reads from the manager's cache and patches finalizers.
+	Client client.Client
+	// Tenancy are the manager's settings that say which account a
+	// fieldops object acts as.
+	Tenancy tenancy.Options
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// Reconcile sets or removes Finalizer on the account objects of the
+// namespace req.Name, or on the ClusterRoleBindings (clusterKey).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	inUse, err := r.inUse(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if req.Name == clusterKey {
+		err = r.syncClusterBindings(ctx, inUse)
+	} else {
+		err = r.syncNamespace(ctx, req.Name, inUse)
+	}
+	if errors.Is(err, errStale) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// inUse are the accounts the fieldops objects act as (those being deleted
+// too: they hand their fields back with the account's rights), of
+// namespace ns, or of every namespace for "".
+func (r *Reconciler) inUse(ctx context.Context, ns string) (map[tenancy.Account]bool, error) {
+	out := map[tenancy.Account]bool{}
+	add := func(objNamespace, name, namespace string) {
+		a, err := tenancy.Resolve(r.Tenancy, objNamespace, name, namespace)
+		if err == nil && !a.IsManager() && (ns == "" || a.Namespace == ns) {
+			out[a] = true
+		}
+	}
+	var fps v1alpha1.FieldPatchList
+	if err := r.Client.List(ctx, &fps, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	for _, fp := range fps.Items {
+		add(fp.Namespace, fp.Spec.ServiceAccountName, fp.Spec.ServiceAccountNamespace)
+	}
+	var mws v1alpha1.ManagedWorkloadList
+	if err := r.Client.List(ctx, &mws, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	for _, mw := range mws.Items {
+		add(mw.Namespace, mw.Spec.ServiceAccountName, "")
+	}
+	var cfps v1alpha1.ClusterFieldPatchList
+	if err := r.Client.List(ctx, &cfps); err != nil {
+		return nil, err
+	}
+	for _, cfp := range cfps.Items {
+		add("", cfp.Spec.ServiceAccountName, cfp.Spec.ServiceAccountNamespace)
+	}
+	return out, nil
+}
+
+// syncNamespace sets Finalizer on the ServiceAccounts of ns in inUse, the
+// RoleBindings granting one of them and the Roles those refer to, and
+// removes it from the others.
+func (r *Reconciler) syncNamespace(ctx context.Context, ns string, inUse map[tenancy.Account]bool) error {
+	var bindings rbacv1.RoleBindingList
+	if err := r.Client.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	roles := map[string]bool{}
+	for i := range bindings.Items {
+		b := &bindings.Items[i]
+		used := grants(b.Subjects, ns, inUse)
+		if used && b.RoleRef.Kind == "Role" {
+			roles[b.RoleRef.Name] = true
+		}
+		if err := r.protect(ctx, b, used); err != nil {
+			return err
+		}
+	}
+	sas := metadataList(corev1.SchemeGroupVersion.WithKind("ServiceAccountList"))
+	if err := r.Client.List(ctx, sas, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for i := range sas.Items {
+		sa := &sas.Items[i]
+		if err := r.protect(ctx, sa, inUse[tenancy.Account{Namespace: ns, Name: sa.Name}]); err != nil {
+			return err
+		}
+	}
+	rs := metadataList(rbacv1.SchemeGroupVersion.WithKind("RoleList"))
+	if err := r.Client.List(ctx, rs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for i := range rs.Items {
+		if err := r.protect(ctx, &rs.Items[i], roles[rs.Items[i].Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncClusterBindings sets Finalizer on the ClusterRoleBindings granting
+// an account in inUse, and removes it from the others.
+func (r *Reconciler) syncClusterBindings(ctx context.Context, inUse map[tenancy.Account]bool) error {
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := r.Client.List(ctx, &bindings); err != nil {
+		return err
+	}
+	for i := range bindings.Items {
+		b := &bindings.Items[i]
+		if err := r.protect(ctx, b, grants(b.Subjects, "", inUse)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grants reports whether subjects (of a binding in namespace ns; "" for a
+// ClusterRoleBinding) name a ServiceAccount in inUse.
+func grants(subjects []rbacv1.Subject, ns string, inUse map[tenancy.Account]bool) bool {
+	for _, s := range subjects {
+		if s.Kind != rbacv1.ServiceAccountKind {
+			continue
+		}
+		namespace := s.Namespace
+		if namespace == "" {
+			namespace = ns
+		}
+		if inUse[tenancy.Account{Namespace: namespace, Name: s.Name}] {
+			return true
+		}
+	}
+	return false
+}
+
+// protect adds Finalizer to obj when used, and removes it otherwise, in a
+// merge patch of the finalizers guarded by obj's resourceVersion (a
+// conflict is retried by the queue). No finalizer is added to an object
+// being deleted: the apiserver refuses new finalizers then, and one that
+// was in use carries it already.
+func (r *Reconciler) protect(ctx context.Context, obj client.Object, used bool) error {
+	has := controllerutil.ContainsFinalizer(obj, Finalizer)
+	if used == has || (used && obj.GetDeletionTimestamp() != nil) {
+		return nil
+	}
+	orig, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("copy %T", obj)
+	}
+	if used {
+		controllerutil.AddFinalizer(obj, Finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(obj, Finalizer)
+	}
+	err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return errStale
+	}
+	if err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("%s finalizer %s on %T %s/%s: %w", map[bool]string{true: "add", false: "remove"}[used], Finalizer, obj, obj.GetNamespace(), obj.GetName(), err))
+	}
+	return nil
+}
+
+// metadataList is an empty list of kind gvk, read as metadata only (the
+// names and finalizers are all that is read of ServiceAccounts and Roles).
+func metadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk)
+	return l
+}
+
+// SetupWithManager registers the controller: fieldops objects, and the
+// account objects (ServiceAccounts and Roles as metadata only), map to
+// the namespace of the account they concern, and to the
+// ClusterRoleBindings' request.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ns := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+	})
+	account := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		out := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}}
+		if n := accountNamespace(o); n != "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		}
+		return out
+	})
+	cluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("accountuse").
+		Watches(&v1alpha1.FieldPatch{}, account).
+		Watches(&v1alpha1.ClusterFieldPatch{}, account).
+		Watches(&v1alpha1.ManagedWorkload{}, account).
+		Watches(&rbacv1.RoleBinding{}, ns).
+		Watches(&rbacv1.ClusterRoleBinding{}, cluster).
+		WatchesMetadata(&corev1.ServiceAccount{}, ns).
+		WatchesMetadata(&rbacv1.Role{}, ns).
+		Complete(r)
+}
+
+// accountNamespace is the namespace of the account a fieldops object may
+// act as: its own, or a ClusterFieldPatch's spec.serviceAccountNamespace.
+func accountNamespace(o client.Object) string {
+	if cfp, ok := o.(*v1alpha1.ClusterFieldPatch); ok {
+		return cfp.Spec.ServiceAccountNamespace
+	}
+	return o.GetNamespace()
+}

@@ -1,0 +1,218 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package accountuse_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/accountuse"
+	"github.com/fieldops/fieldops/internal/localcp"
+	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/test/testkit"
+)
+
+var (
+	k8s client.Client
+	kit testkit.Kit
+)
+
+// TestMain runs the suite on the local cluster with its controller
+// manager: namespace deletion is its namespace controller's work.
+func TestMain(m *testing.M) {
+	os.Exit(testkit.RunSuite(m, testkit.SuiteOptions{ControlPlane: localcp.Options{Cluster: &localcp.ClusterOptions{}}},
+		func(s *testkit.Suite) { k8s, kit = s.Client, s.Kit }))
+}
+
+// account is a tenant's setup: a ConfigMap helm owns, and the account
+// patcher allowed to read and patch it (a Role and its RoleBinding).
+func account(t *testing.T, ns string) (sa, role, binding client.Object, target *unstructured.Unstructured) {
+	t.Helper()
+	kit.Namespace(t, ns)
+	target = kit.ApplyAs(t, "helm", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":%q},"data":{"a":"helm"}}`, ns))
+	sa = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "patcher", Namespace: ns}}
+	role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "patcher", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}}}}
+	binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "patcher", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "patcher"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "patcher", Namespace: ns}}}
+	for _, o := range []client.Object{sa, role, binding} {
+		if err := k8s.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sa, role, binding, target
+}
+
+// patch creates a FieldPatch acting as patcher that sets data.a, and
+// waits until it is Ready.
+func patch(t *testing.T, ns string) *v1alpha1.FieldPatch {
+	t.Helper()
+	fp := &v1alpha1.FieldPatch{}
+	y := fmt.Sprintf(`{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, metadata: {name: p, namespace: %s},
+  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c}, serviceAccountName: patcher, patch: {data: {a: patched}}}}`, ns)
+	if err := yaml.UnmarshalStrict([]byte(y), fp); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), fp); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "FieldPatch Ready", func() (bool, string) {
+		kit.Get(t, fp)
+		c := meta.FindStatusCondition(fp.Status.Conditions, "Ready")
+		if c == nil {
+			return false, "no Ready"
+		}
+		return c.Status == metav1.ConditionTrue, c.Reason + ": " + c.Message
+	})
+	return fp
+}
+
+// protected waits until every object carries the in-use finalizer (want)
+// or none does.
+func protected(t *testing.T, want bool, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		testkit.Eventually(t, fmt.Sprintf("%T %s in-use finalizer %v", o, o.GetName(), want), func() (bool, string) {
+			err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+			if apierrors.IsNotFound(err) {
+				return !want, "gone"
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Contains(o.GetFinalizers(), accountuse.Finalizer) == want, fmt.Sprint(o.GetFinalizers())
+		})
+	}
+}
+
+// gone waits until every object is deleted.
+func gone(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		testkit.Eventually(t, fmt.Sprintf("%T %s gone", o, o.GetName()), func() (bool, string) {
+			err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+			why := fmt.Sprintf("%v; finalizers %v", err, o.GetFinalizers())
+			if fp, ok := o.(*v1alpha1.FieldPatch); ok {
+				why += fmt.Sprintf("; conditions %+v", fp.Status.Conditions)
+			}
+			return apierrors.IsNotFound(err), why
+		})
+	}
+}
+
+// handedBack checks that data.a is helm's value again, helm's field.
+func handedBack(t *testing.T, target *unstructured.Unstructured) {
+	t.Helper()
+	live := kit.Live(t, target)
+	if v, _, _ := unstructured.NestedString(live.Object, "data", "a"); v != "patched" {
+		t.Errorf("data.a = %q after the hand-back, want the value the patch left", v)
+	}
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := owners.ByPath()[".data.a"]; !slices.Equal(got, []string{"helm/Apply"}) {
+		t.Errorf("data.a owned by %v after the hand-back, want helm's", got)
+	}
+}
+
+func del(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k8s.Delete(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Deleting a FieldPatch together with the account it acts as ends clean
+// in any order: the account, its RoleBinding and its Role stay (in-use
+// protection) until the patch has handed its fields back with the
+// account's rights, then go. Before the protection, deleting the account
+// or its rights first left the patch stuck on its finalizer (Forbidden).
+func TestDeletionInAnyOrder(t *testing.T) {
+	t.Parallel()
+	for _, first := range []string{"account", "binding", "role", "patch"} {
+		t.Run(first+" first", func(t *testing.T) {
+			t.Parallel()
+			ns := "inuse-" + first
+			sa, role, binding, target := account(t, ns)
+			fp := patch(t, ns)
+			protected(t, true, sa, role, binding)
+			switch first {
+			case "account":
+				del(t, sa, fp, binding, role)
+			case "binding":
+				del(t, binding, role, sa, fp)
+			case "role":
+				del(t, role, fp, sa, binding)
+			case "patch":
+				del(t, fp)
+				protected(t, false, sa, role, binding)
+				del(t, sa, binding, role)
+			}
+			gone(t, fp, sa, role, binding)
+			handedBack(t, target)
+		})
+	}
+}
+
+// Deleting the whole namespace (the patch, its account and its target
+// with it) ends with the namespace gone: nothing is left stuck on a
+// finalizer.
+func TestNamespaceDeletion(t *testing.T) {
+	t.Parallel()
+	ns := "inuse-namespace"
+	sa, role, binding, _ := account(t, ns)
+	fp := patch(t, ns)
+	protected(t, true, sa, role, binding)
+	del(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	// The namespace controller deletes the contents, then waits for their
+	// finalizers, looking again with a backoff of its own.
+	testkit.Within(t, 2*time.Minute, "namespace "+ns+" gone", func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	gone(t, fp, sa, role, binding)
+}
+
+// Objects that no fieldops object acts as are left alone, and the
+// protection follows the patch: naming another account moves it.
+func TestOnlyAccountsInUse(t *testing.T) {
+	t.Parallel()
+	ns := "inuse-only"
+	sa, role, binding, _ := account(t, ns)
+	other := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns}}
+	if err := k8s.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	fp := patch(t, ns)
+	protected(t, true, sa, role, binding)
+	protected(t, false, other)
+	kit.Get(t, fp)
+	fp.Spec.ServiceAccountName = "bystander"
+	if err := k8s.Update(context.Background(), fp); err != nil {
+		t.Fatal(err)
+	}
+	protected(t, true, other)
+	protected(t, false, sa, role, binding)
+}
