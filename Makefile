@@ -272,9 +272,17 @@ KO_BASE ?= local
 KO_PUSH ?= false
 KOCACHE ?= $(LOCALBIN)/kocache
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
+# A release version is SemVer 2.0.0 (semver.org): MAJOR.MINOR.PATCH, with
+# an optional pre-release (-rc.1) and build metadata (+build.5), which the
+# chart (Helm), the bundle (OLM) and krew all take.
+SEMVER_RE := ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$$
+.PHONY: release-version
+release-version: ## Check VERSION is a SemVer release version (make release checks it first, before building any tool).
+	@[[ "$(VERSION)" =~ $(SEMVER_RE) ]] || { echo "make release VERSION=vX.Y.Z or vX.Y.Z-PRERELEASE (got '$(VERSION)')"; exit 1; }
+
 .PHONY: release
-release: $(KUSTOMIZE) $(KO) ## Build a release into dist/: make release VERSION=vX.Y.Z (see the comment above for what it holds).
-	@[[ "$(VERSION)" =~ ^[0-9]+\.[0-9]+\.[0-9]+$$ ]] || { echo "make release VERSION=vX.Y.Z (got '$(VERSION)')"; exit 1; }
+release: release-version ## Build a release into dist/: make release VERSION=vX.Y.Z[-rc.N] (see the comment above for what it holds).
+	$(MAKE) $(KUSTOMIZE) $(KO)
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(KUSTOMIZE) build config/default | sed 's|image: $(IMAGE_REPO)/manager:.*|image: $(IMG)|' > $(DIST)/install.yaml
 	go run ./hack/bundle --version $(VERSION) --image $(IMG) --out $(DIST)/bundle

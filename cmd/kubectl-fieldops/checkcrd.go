@@ -7,23 +7,19 @@ Licensed under the Apache License, Version 2.0.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/internal/crdcheck"
 )
@@ -37,14 +33,17 @@ type checkCRDOptions struct {
 	streams genericiooptions.IOStreams
 	output  *outputFlags
 	color   string
-	// file is -f: the file of the new CRDs, - for standard input.
-	file string
+	// files is -f (and -R): the files, directories or URLs of the new
+	// CRDs, - for standard input.
+	files genericclioptions.FileNameFlags
 }
 
 func newCheckCRDCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &checkCRDOptions{flags: flags, streams: streams, output: newOutputFlags(false)}
+	filenames, recursive := []string{}, false
+	o := &checkCRDOptions{flags: flags, streams: streams, output: newOutputFlags(false),
+		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding the new CustomResourceDefinitions (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
 	cmd := &cobra.Command{
-		Use:   "check-crd -f NEW-CRD.yaml",
+		Use:   "check-crd -f NEW-CRDS",
 		Short: "Report what a change of a CRD's list and map types would break in the objects already stored",
 		Long: `Compare each CustomResourceDefinition of the file (- reads standard input)
 with the one the server serves and find every list and map whose
@@ -74,43 +73,48 @@ and report, per object and path:
 
 It exits non-zero when anything would break. Nothing is written.
 
-The file is named with -f, as for plan; the positional form
-(check-crd FILE) still works but is deprecated.`,
+-f takes what plan's -f takes: files, directories (-R for their
+subdirectories), URLs, standard input (-), and manifests that hold other
+objects too (a chart's or a kustomization's whole output): the
+CustomResourceDefinitions among them are checked, and the others named
+on standard error. The positional form (check-crd FILE) still works but
+is deprecated.`,
 		Example: `  kubectl fieldops check-crd -f config/crd/bases/example.com_widgets.yaml
-  controller-gen crd paths=./api/... output:stdout | kubectl fieldops check-crd -f - -o yaml`,
+  controller-gen crd paths=./api/... output:stdout | kubectl fieldops check-crd -f - -o yaml
+  kubectl fieldops check-crd -f config/crd/bases/
+  helm template ./chart --include-crds | kubectl fieldops check-crd -f -`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, err := o.fileArg(args)
-			if err != nil {
+			if err := o.fileArg(args); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), file)
+			return o.run(cmd.Context())
 		},
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "the file of the new CustomResourceDefinitions (- reads standard input)")
-	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	o.files.AddFlags(cmd.Flags())
 	o.output.addFlags(cmd, "the findings")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the severity: auto (when printing to a terminal and NO_COLOR is unset), always or never")
 	registerFlagCompletions(cmd, map[string][]string{"color": colorModes})
 	return cmd
 }
 
-// fileArg is the file of -f, or of the deprecated positional argument
-// (with a warning on standard error).
-func (o *checkCRDOptions) fileArg(args []string) (string, error) {
+// fileArg takes the deprecated positional FILE into -f (with a warning
+// on standard error); -f and FILE together are refused.
+func (o *checkCRDOptions) fileArg(args []string) error {
+	names := o.files.Filenames
 	switch {
-	case o.file != "" && len(args) > 0:
-		return "", fmt.Errorf("name the file once: -f %s, not also %s", o.file, args[0])
-	case o.file != "":
-		return o.file, nil
+	case len(*names) > 0 && len(args) > 0:
+		return fmt.Errorf("name the file once: -f %s, not also %s", strings.Join(*names, ","), args[0])
 	case len(args) == 1:
 		fmt.Fprintf(o.streams.ErrOut, "Warning: check-crd FILE is deprecated: use check-crd -f %s\n", args[0])
-		return args[0], nil
+		*names = append(*names, args[0])
+	case len(*names) == 0:
+		return errors.New("check-crd needs -f FILE (- reads standard input)")
 	}
-	return "", errors.New("check-crd needs -f FILE (- reads standard input)")
+	return nil
 }
 
 // CRDFinding is one finding of check-crd; -o json prints a list of them.
@@ -126,42 +130,46 @@ type CRDFinding struct {
 	Reason    string            `json:"reason"`
 }
 
-// readCRDs decodes every CustomResourceDefinition of a YAML or JSON
-// stream (several documents allowed); other kinds are an error.
-func readCRDs(r io.Reader) ([]*apiextv1.CustomResourceDefinition, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+// crdsOf are the CustomResourceDefinitions among objs, decoded strictly;
+// the names of the other objects are returned apart.
+func crdsOf(objs []*unstructured.Unstructured) ([]*apiextv1.CustomResourceDefinition, []string, error) {
 	var out []*apiextv1.CustomResourceDefinition
-	for {
-		var raw map[string]interface{}
-		if err := dec.Decode(&raw); err == io.EOF {
-			break
-		} else if err != nil {
-			return nil, err
-		}
-		if raw == nil {
+	var skipped []string
+	for _, u := range objs {
+		if u.GetAPIVersion() != "apiextensions.k8s.io/v1" || u.GetKind() != "CustomResourceDefinition" {
+			skipped = append(skipped, skippedName(u))
 			continue
 		}
-		u := unstructured.Unstructured{Object: raw}
-		if u.GetAPIVersion() != "apiextensions.k8s.io/v1" || u.GetKind() != "CustomResourceDefinition" {
-			return nil, fmt.Errorf("%s %s is not an apiextensions.k8s.io/v1 CustomResourceDefinition", u.GetAPIVersion(), u.GetKind())
-		}
-		b, err := yaml.Marshal(raw)
-		if err != nil {
-			return nil, err
-		}
 		crd := &apiextv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			return nil, fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, crd, true); err != nil {
+			return nil, nil, fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
 		}
 		out = append(out, crd)
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no CustomResourceDefinition in the input")
-	}
-	return out, nil
+	return out, skipped, nil
 }
 
-func (o *checkCRDOptions) run(ctx context.Context, file string) error {
+// readCRDs reads the CustomResourceDefinitions of -f, naming the other
+// objects it skips on standard error.
+func (o *checkCRDOptions) readCRDs() ([]*apiextv1.CustomResourceDefinition, error) {
+	objs, err := readManifests(o.flags, o.streams.In, o.files.ToOptions())
+	if err != nil {
+		return nil, err
+	}
+	crds, skipped, err := crdsOf(objs)
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(o.streams.ErrOut, "Skipped %d object(s) that are not CustomResourceDefinitions: %s\n", len(skipped), strings.Join(skipped, ", "))
+	}
+	if len(crds) == 0 {
+		return nil, errors.New("no apiextensions.k8s.io/v1 CustomResourceDefinition in -f")
+	}
+	return crds, nil
+}
+
+func (o *checkCRDOptions) run(ctx context.Context) error {
 	if err := o.output.validate(); err != nil {
 		return err
 	}
@@ -169,13 +177,9 @@ func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 	if err != nil {
 		return err
 	}
-	in, err := o.readFile(file)
+	crds, err := o.readCRDs()
 	if err != nil {
 		return err
-	}
-	crds, err := readCRDs(bytes.NewReader(in))
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	c, err := newClient(o.flags)
 	if err != nil {
@@ -193,14 +197,6 @@ func (o *checkCRDOptions) run(ctx context.Context, file string) error {
 		return err
 	}
 	return breaksError(findings)
-}
-
-// readFile reads file, or the command's input stream for -.
-func (o *checkCRDOptions) readFile(file string) ([]byte, error) {
-	if file == "-" {
-		return io.ReadAll(o.streams.In)
-	}
-	return os.ReadFile(file)
 }
 
 // printFindings prints findings as a document (-o json, yaml, name,

@@ -88,6 +88,18 @@ func TestCheckCRD(t *testing.T) {
 	if want := "Warning: check-crd FILE is deprecated: use check-crd -f "; !strings.HasPrefix(stderr, want) {
 		t.Errorf("check-crd FILE: stderr %q, want %q first", stderr, want)
 	}
+	// A directory, and a manifest with other objects in it, as plan -f
+	// takes them: the CRDs are checked, the other objects skipped.
+	dir := t.TempDir()
+	mixed := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: checkcrd}\n---\n" + string(b)
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(mixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dirOut, stderr, err := plugin(t, "check-crd", "-f", dir, "-o", "json")
+	if !errors.Is(err, ErrWouldBreak) || !strings.Contains(stderr, "Skipped 1 object(s) that are not CustomResourceDefinitions: ConfigMap checkcrd/other") {
+		t.Errorf("check-crd -f DIR with other objects: %v\n%s", err, stderr)
+	}
+	golden(t, "check-crd-break.json", dirOut)
 	if _, _, err := plugin(t, "check-crd", "-f", file, file); err == nil || !strings.Contains(err.Error(), "name the file once") {
 		t.Errorf("check-crd -f FILE FILE: %v, want an error", err)
 	}

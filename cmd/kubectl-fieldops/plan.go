@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -208,23 +207,13 @@ func (o *planOptions) documents() ([]*unstructured.Unstructured, error) {
 	if len(files.Filenames) == 0 {
 		return nil, errors.New("plan needs -f FILE (- reads standard input)")
 	}
-	stdin := slices.Contains(files.Filenames, "-")
-	files.Filenames = slices.DeleteFunc(files.Filenames, func(f string) bool { return f == "-" })
-	b := resource.NewBuilder(o.flags).Unstructured().Local().FilenameParam(false, &files)
-	if stdin {
-		b = b.Stream(o.streams.In, "STDIN")
-	}
-	infos, err := b.Flatten().Do().Infos()
+	objs, err := readManifests(o.flags, o.streams.In, files)
 	if err != nil {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	var skipped []string
-	for _, info := range infos {
-		u, ok := info.Object.(*unstructured.Unstructured)
-		if !ok {
-			return nil, fmt.Errorf("%s: unexpected object type %T", info.Source, info.Object)
-		}
+	for _, u := range objs {
 		if u.GroupVersionKind().Group != v1alpha1.GroupVersion.Group || !slices.Contains(plannable, u.GetKind()) {
 			skipped = append(skipped, skippedName(u))
 			continue
