@@ -18,6 +18,7 @@ COPY internal/logcap/ internal/logcap/
 COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/
 COPY internal/scheme/ internal/scheme/
+COPY internal/tenancy/ internal/tenancy/
 COPY internal/workloadspec/ internal/workloadspec/
 COPY internal/patchtarget/ internal/patchtarget/
 COPY metrics/ metrics/

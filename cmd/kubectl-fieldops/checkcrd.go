@@ -38,14 +38,8 @@ type checkCRDOptions struct {
 	files genericclioptions.FileNameFlags
 }
 
-func newCheckCRDCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	filenames, recursive := []string{}, false
-	o := &checkCRDOptions{flags: flags, streams: streams, output: newOutputFlags(false),
-		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding the new CustomResourceDefinitions (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
-	cmd := &cobra.Command{
-		Use:   "check-crd -f NEW-CRDS",
-		Short: "Report what a change of a CRD's list and map types would break in the objects already stored",
-		Long: `Compare each CustomResourceDefinition of the file (- reads standard input)
+// checkCRDLong is check-crd's help.
+const checkCRDLong = `Compare each CustomResourceDefinition of the file (- reads standard input)
 with the one the server serves and find every list and map whose
 x-kubernetes-list-type, x-kubernetes-list-map-keys or x-kubernetes-map-type
 changes in a served version. Then read every object of each such version
@@ -78,7 +72,16 @@ subdirectories), URLs, standard input (-), and manifests that hold other
 objects too (a chart's or a kustomization's whole output): the
 CustomResourceDefinitions among them are checked, and the others named
 on standard error. The positional form (check-crd FILE) still works but
-is deprecated.`,
+is deprecated.`
+
+func newCheckCRDCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	filenames, recursive := []string{}, false
+	o := &checkCRDOptions{flags: flags, streams: streams, output: newOutputFlags(false),
+		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding the new CustomResourceDefinitions (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
+	cmd := &cobra.Command{
+		Use:   "check-crd -f NEW-CRDS",
+		Short: "Report what a change of a CRD's list and map types would break in the objects already stored",
+		Long:  checkCRDLong,
 		Example: `  kubectl fieldops check-crd -f config/crd/bases/example.com_widgets.yaml
   controller-gen crd paths=./api/... output:stdout | kubectl fieldops check-crd -f - -o yaml
   kubectl fieldops check-crd -f config/crd/bases/

@@ -162,7 +162,13 @@ func (r *Reconciler) applierFor(mw *v1alpha1.ManagedWorkload) (*ownershipcore.Ap
 }
 
 // checkTarget refuses objects that are part of fieldops itself and, with
-// --no-cross-namespace-refs, objects outside the workload's namespace.
+// --no-cross-namespace-refs, objects of another namespace (never held),
+// and cluster-scoped objects of a workload acting with the manager's
+// rights in a namespace a cluster administrator did not list
+// (--manager-rights-namespaces). A cluster-scoped object of a workload
+// acting as an account is the account's RBAC to judge, as Flux lets a
+// Kustomization acting as its account hold what that account may write:
+// a write it may not do is Forbidden at the apiserver.
 func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
 	if o.Intent == nil {
 		return nil
@@ -171,8 +177,14 @@ func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
 	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, o.Intent.GetNamespace(), o.Intent.GetName(), r.Tenancy.OwnNamespace); ok {
 		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), why)
 	}
-	if r.Tenancy.NoCrossNamespaceRefs && o.Intent.GetNamespace() != p.mw.Namespace {
+	if !r.Tenancy.NoCrossNamespaceRefs {
+		return nil
+	}
+	switch {
+	case o.Namespaced && o.Intent.GetNamespace() != p.mw.Namespace:
 		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), p.mw.Namespace)
+	case !o.Namespaced && p.account.IsManager() && !r.Tenancy.ManagerRights(p.mw.Namespace):
+		return objErr(ReasonForbiddenObject, false, "%s %s is cluster-scoped and the workload acts with the manager's rights (--no-cross-namespace-refs): name a spec.serviceAccountName whose RBAC may write it", gvk.Kind, o.Intent.GetName())
 	}
 	return nil
 }

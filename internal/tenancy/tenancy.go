@@ -30,8 +30,9 @@ type Options struct {
 	// DefaultServiceAccount is set (--manager-rights-namespaces, a cluster
 	// administrator's explicit opt-in); "*" is every namespace.
 	ManagerRightsNamespaces []string
-	// NoCrossNamespaceRefs refuses ManagedWorkload objects outside the
-	// workload's own namespace (--no-cross-namespace-refs).
+	// NoCrossNamespaceRefs refuses ManagedWorkload objects of another
+	// namespace (--no-cross-namespace-refs); a cluster-scoped object is
+	// left to the RBAC of the account the workload acts as.
 	NoCrossNamespaceRefs bool
 	// OwnNamespace is the namespace the manager runs in: no fieldops object
 	// may change what is in it.

@@ -43,6 +43,9 @@ type SuiteOptions struct {
 	// of the contest backoff, for the FieldPatch and ManagedWorkload
 	// controllers: a test of the backoff then runs in a few seconds.
 	ContestBase time.Duration
+	// Setup, if set, changes the options the suite's manager is set up
+	// with (tenancy, as the manager's flags set them).
+	Setup func(*controllers.Options)
 }
 
 // Suite is what a suite's tests use: the control plane's config and the
@@ -95,6 +98,9 @@ func RunSuite(m *testing.M, opts SuiteOptions, ready func(*Suite)) int {
 	// it. (The manager's default is 4; test/invariants and the tests of
 	// contests exercise concurrent writers through separate objects.)
 	setup := controllers.Options{Concurrency: 1, ContestBase: opts.ContestBase}
+	if opts.Setup != nil {
+		opts.Setup(&setup)
+	}
 	if len(opts.Plugins) > 0 {
 		plugins, stop, err := ExamplePlugins(opts.Plugins...)
 		if err != nil {
