@@ -129,7 +129,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	tenancy := tenant.Options{DefaultServiceAccount: opts.DefaultServiceAccount, ManagerRightsNamespaces: opts.ManagerRightsNamespaces, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs, OwnNamespace: opts.OwnNamespace}
 	tenants := &tenant.Appliers{Manager: applier, Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
 	for _, cluster := range []bool{false, true} {
-		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheReader: Reader(mgr.GetCache()), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
+		r := &fieldpatch.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheReader: mgr.GetCache(), Applier: applier, Recorder: mgr.GetEventRecorder("fieldops"), Cluster: cluster, Plugins: opts.Plugins, Tenants: tenants, Tenancy: tenancy, Concurrency: opts.Concurrency, ContestBase: opts.ContestBase}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up FieldPatch controller: %w", err)
 		}
@@ -151,7 +151,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up PodSet controller: %w", err)
 	}
 	// fieldops_objects reads the informer cache the controllers fill.
-	metrics.Objects.SetReader(Reader(mgr.GetCache()))
+	metrics.Objects.SetReader(mgr.GetCache())
 	return nil
 }
 
@@ -161,10 +161,11 @@ const DefaultSharedWatchAt = targetcache.DefaultShareAt
 // CacheOptions returns base with what the controllers need of the
 // manager's informer cache: the fieldops objects (FieldPatch,
 // ClusterFieldPatch, ManagedWorkload, PodSet) and the CRDs' metadata are
-// held without what nothing reads of them (TransformStripUnread), and
-// FieldPatches and ClusterFieldPatches packed (see Reader). Pods
-// keep their managed fields (PodSet reads them to find who owns a label).
-// What a FieldPatch costs in memory: docs/operators-guide.md, "Memory".
+// held without what nothing reads of them (TransformStripUnread), as
+// controller-runtime's cache transforms let a manager hold less of each
+// object. Pods keep their managed fields (PodSet reads them to find who
+// owns a label). What a FieldPatch costs in memory:
+// docs/operators-guide.md, "Memory".
 func CacheOptions(base cache.Options) cache.Options {
 	if base.ByObject == nil {
 		base.ByObject = map[client.Object]cache.ByObject{}
@@ -174,14 +175,7 @@ func CacheOptions(base cache.Options) cache.Options {
 	strip := TransformStripUnread()
 	for _, obj := range []client.Object{&v1alpha1.FieldPatch{}, &v1alpha1.ClusterFieldPatch{}, &v1alpha1.ManagedWorkload{}, &v1alpha1.PodSet{}, crds} {
 		by := base.ByObject[obj]
-		switch obj.(type) {
-		case *v1alpha1.FieldPatch:
-			by.Transform = packedFieldPatches.Transform(strip)
-		case *v1alpha1.ClusterFieldPatch:
-			by.Transform = packedClusterFieldPatches.Transform(strip)
-		default:
-			by.Transform = strip
-		}
+		by.Transform = strip
 		base.ByObject[obj] = by
 	}
 	return base

@@ -33,7 +33,7 @@ import (
 // all namespaces or per namespace (cache.Options.DefaultNamespaces, as
 // test/invariants runs the manager), and so does the metadata-only
 // informer of CRDs; Pods keep their managed fields (PodSet reads who
-// owns a label). A FieldPatch, held packed, reads back whole. The
+// owns a label). A FieldPatch reads back whole. The
 // objects are the samples of config/samples, created with managed fields
 // and both annotations.
 func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
@@ -143,11 +143,9 @@ func TestCacheOptionsStripOwnManagedFields(t *testing.T) {
 	}
 }
 
-// readsWhole checks that the FieldPatch fp, held packed, reads back
-// whole from c (its spec as created), and that Reader lists it for a List
-// that asks for no copy: lent without unpacking (its spec left out) when
-// lends, else copied whole (a cache of several namespaces hides the
-// informers' stores).
+// readsWhole checks that the FieldPatch fp reads back whole from c (its
+// spec as created), copied or, for a List that asks for no copy, lent
+// (lends: one informer's store; a cache of several namespaces copies).
 func readsWhole(ctx context.Context, t *testing.T, c cache.Cache, fp client.Object, lends bool) {
 	t.Helper()
 	got := &v1alpha1.FieldPatch{}
@@ -159,11 +157,11 @@ func readsWhole(ctx context.Context, t *testing.T, c cache.Cache, fp client.Obje
 		t.Errorf("FieldPatch read from the cache: target %q, patch %s; want target %q and the patch", got.Spec.Target.Name, got.Spec.Patch.Raw, want)
 	}
 	var lent v1alpha1.FieldPatchList
-	if err := Reader(c).List(ctx, &lent, client.UnsafeDisableDeepCopy); err != nil || len(lent.Items) != 1 || lent.Items[0].Name != fp.GetName() {
+	if err := c.List(ctx, &lent, client.UnsafeDisableDeepCopy); err != nil || len(lent.Items) != 1 || lent.Items[0].Name != fp.GetName() {
 		t.Fatalf("FieldPatches lent: %v, %d items", err, len(lent.Items))
 	}
-	if unpacked := lent.Items[0].Spec.Target.Name != ""; unpacked == lends {
-		t.Errorf("FieldPatch listed with no copy: unpacked %v, want %v", unpacked, !lends)
+	if lent.Items[0].Spec.Target.Name != want {
+		t.Errorf("FieldPatch listed with no copy (lends %v): target %q, want %q", lends, lent.Items[0].Spec.Target.Name, want)
 	}
 }
 

@@ -19,7 +19,7 @@ Licensed under the Apache License, Version 2.0.
 // per object, and no per-watch goroutines and buffers, which cost more
 // than the object a single-object watch holds (docs/performance.md). That
 // watch holds every object of the kind in the namespace, each as its JSON
-// compressed (see rawObject), so an object that joins later is read
+// (see rawObject), so an object that joins later is read
 // without a request. Secrets are never shared: a namespace's Secrets stay
 // out of the manager's memory whatever the number of patched ones (issue
 // 16).
@@ -341,7 +341,7 @@ func (c *Cache) Stats() Stats {
 }
 
 // HeldBytes is the size of what the shared watches hold of their objects:
-// the sum of each one's compressed JSON (see rawObject), in bytes.
+// the sum of each one's JSON (see rawObject), in bytes.
 func (c *Cache) HeldBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

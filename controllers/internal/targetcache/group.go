@@ -35,7 +35,7 @@ func (sc scope) String() string {
 }
 
 // record is one object held by a shared watch: its UID, its
-// resourceVersion and its JSON as the apiserver sent it, compressed (see
+// resourceVersion and its JSON as the apiserver sent it (see
 // rawObject). A read decodes a new copy from the JSON.
 type record struct {
 	uid types.UID
@@ -187,7 +187,7 @@ func (g *group) len() int {
 	return len(g.objs)
 }
 
-// bytes is the size of the compressed JSON of the objects g holds.
+// bytes is the size of the JSON of the objects g holds.
 func (g *group) bytes() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()

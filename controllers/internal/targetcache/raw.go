@@ -23,31 +23,18 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-
-	"github.com/fieldops/fieldops/controllers/internal/packed"
 )
 
-// A shared watch keeps each object as the JSON the apiserver sent,
-// compressed: its list and watch decode only the metadata the reflector
-// needs (name, namespace, UID, resourceVersion), never the whole object
-// into a map that would be encoded again. A read inflates and decodes a
-// fresh copy (decode).
-//
-// The JSON is held DEFLATE-compressed (RFC 1951, compress/flate at level
-// 2, the fastest level that uses a preset dictionary) with the preset
-// dictionary of dictionary.go: an object's JSON repeats its keys, its
-// managed fields repeat its field paths, and most of both are the same in
-// every object of a kind, which the dictionary holds once for all.
-// Compressing costs CPU on each event and inflating on each read, less
-// than a read then spends decoding the JSON into a map; the sizes and
-// times are in docs/performance.md.
+// A shared watch keeps each object as the JSON the apiserver sent: its
+// list and watch decode only the metadata the reflector needs (name,
+// namespace, UID, resourceVersion), never the whole object into a map
+// that would be encoded again. A read decodes a fresh copy (decode).
 
-// rawObject is one object of a shared watch: its compressed JSON and its
-// metadata.
+// rawObject is one object of a shared watch: its JSON and its metadata.
 type rawObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	raw []byte // compressed (deflate)
+	raw []byte // the JSON as the apiserver sent it
 }
 
 func (o *rawObject) DeepCopyObject() runtime.Object {
@@ -87,22 +74,14 @@ func newRawObject(raw []byte) (*rawObject, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	o := &rawObject{raw: codec.Deflate(raw)}
+	o := &rawObject{raw: raw}
 	o.Name, o.Namespace, o.UID, o.ResourceVersion = m.Metadata.Name, m.Metadata.Namespace, m.Metadata.UID, m.Metadata.ResourceVersion
 	return o, nil
 }
 
-// codec compresses the JSON of held objects with the preset dictionary
-// (packed.Codec: one writer at a time, none held while idle).
-var codec = packed.NewCodec(dictionary)
-
-// decode decodes z, the compressed JSON of an object of kind gvk, into a
-// new object. List items come without apiVersion and kind: they are set.
-func decode(z []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	raw, err := codec.Inflate(z)
-	if err != nil {
-		return nil, err
-	}
+// decode decodes raw, the JSON of an object of kind gvk, into a new
+// object. List items come without apiVersion and kind: they are set.
+func decode(raw []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	m := map[string]interface{}{}
 	if err := utiljson.Unmarshal(raw, &m); err != nil {
 		return nil, err
@@ -148,10 +127,9 @@ func (c *rawClient) request(opts metav1.ListOptions) *rest.Request {
 	return c.rest.Get().AbsPath(c.path).SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion)
 }
 
-// list lists the collection as a stream: each item is compressed as it
-// is decoded, so a list of N objects never holds more than one item's
-// JSON besides the compressed ones (not the whole body, then every item
-// decoded from it).
+// list lists the collection as a stream: each item is kept as its own
+// JSON as it is decoded, so a list of N objects is never held a second
+// time as one body.
 func (c *rawClient) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	stream, err := c.request(opts).Stream(ctx) // an APIStatus when the apiserver sent one
 	if err != nil {

@@ -68,13 +68,3 @@ func TestDecodeList(t *testing.T) {
 		})
 	}
 }
-
-// What deflate compresses, inflate gives back, byte for byte.
-func TestDeflateInflate(t *testing.T) {
-	for _, in := range []string{"", "{}", strings.Repeat(`{"f:metadata":{"f:labels":{}}}`, 500)} {
-		out, err := codec.Inflate(codec.Deflate([]byte(in)))
-		if err != nil || string(out) != in {
-			t.Errorf("codec.Inflate(codec.Deflate(%d bytes)) = %d bytes, %v", len(in), len(out), err)
-		}
-	}
-}

@@ -27,7 +27,7 @@ import (
 // (spec.targetSelector). The selector is sent to the apiserver
 // (ListOptions.LabelSelector on the list and the watch), so an object
 // that does not match is never sent, decoded or held; each object that
-// does is held as a shared watch holds it: its JSON compressed (see
+// does is held as a shared watch holds it: its JSON (see
 // rawObject), decoded into a new copy on each read (Held.Object).
 //
 // An object that stops matching (relabelled) leaves the watch as the
@@ -67,7 +67,7 @@ func (k SelectorKey) String() string {
 }
 
 // Held is one object of a selector watch: its metadata, and its JSON as
-// the apiserver sent it, compressed (shared between readers: read only).
+// the apiserver sent it (shared between readers: read only).
 type Held struct {
 	Namespace       string
 	Name            string
@@ -89,7 +89,7 @@ func (h Held) Object() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// Size is the size of the compressed JSON held, in bytes.
+// Size is the size of the JSON held, in bytes.
 func (h Held) Size() int { return len(h.raw) }
 
 // SelectorSink is told about the objects of a selector watch. Its methods
@@ -279,7 +279,7 @@ func (w *SelectorWatch) Len() int {
 	return len(w.objs)
 }
 
-// HeldBytes is the size of the compressed JSON of the objects held.
+// HeldBytes is the size of the JSON of the objects held.
 func (w *SelectorWatch) HeldBytes() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
