@@ -298,7 +298,7 @@ func (b *bench) runSelector(ctx context.Context) (*selectorResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if after, err = b.quietSelector(ctx, m, after, r); err != nil {
+	if _, err = b.quietSelector(ctx, m, after, r); err != nil {
 		return nil, err
 	}
 	if after, err = b.driftSelector(ctx, m, ds, r); err != nil {

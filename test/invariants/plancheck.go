@@ -7,7 +7,6 @@ Licensed under the Apache License, Version 2.0.
 package invariants
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -240,7 +239,7 @@ func paths(e v1alpha1.PreviousOwner) []string {
 		return e.Paths
 	}
 	set := &fieldpath.Set{}
-	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+	if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 		return []string{"?" + err.Error()}
 	}
 	return patchintent.Leaves(set)

@@ -446,10 +446,10 @@ func TestSharedWatchDrift(t *testing.T) {
 	waitStats(t, targetcache.Stats{})
 }
 
-// A shared watch holds its objects compressed (what a target costs the
-// manager while it is patched): less than half the size of their JSON,
-// and every read is the object the apiserver serves.
-func TestSharedWatchHoldsCompressedJSON(t *testing.T) {
+// A shared watch holds each of its objects as the JSON the apiserver sent
+// (what a target costs the manager while it is patched), no more, and
+// every read is the object the apiserver serves.
+func TestSharedWatchHoldsJSON(t *testing.T) {
 	ns := kit.Namespace(t, "shared-bytes")
 	const n = 12
 	names := make([]string, n)
@@ -489,8 +489,11 @@ data: {LOG_LEVEL: info, PORT: "8080", LISTEN_ADDRESS: "0.0.0.0:8080", METRICS_AD
 			t.Errorf("%s read from the shared watch:\n%v\nlive:\n%v", name, got.Object, live.Object)
 		}
 	}
-	if held := c.HeldBytes(); held == 0 || 2*held > jsonBytes {
-		t.Errorf("the shared watch holds %d bytes for %d bytes of JSON, want less than half", held, jsonBytes)
+	// Each object is held as the JSON the apiserver sent, once (no map,
+	// no copy of the list's body); the apiserver's encoding may differ
+	// from this one's in spacing and key order, not in size by much.
+	if held := c.HeldBytes(); held == 0 || 10*held > 11*jsonBytes {
+		t.Errorf("the shared watch holds %d bytes for %d bytes of JSON, want about that", held, jsonBytes)
 	}
 }
 
