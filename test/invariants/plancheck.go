@@ -152,6 +152,9 @@ func (r *run) comparePlan(ctx context.Context, pl *planned, before, after *snaps
 		if err != nil {
 			return []Violation{{0, "harness: " + err.Error()}}, ""
 		}
+		if d == "" && note == "" && p.Action == string(ownershipcore.ActionUnchanged) && before.rv != after.rv && !before.sameEntry(after, manager) {
+			d = "the plan said Unchanged, and the patch's field manager's entry changed"
+		}
 		if d != "" {
 			return []Violation{{10, fmt.Sprintf("%s did not do what its plan said (%s %s): %s", pl.name, p.Action, p.ReadyReason, d)}}, ""
 		}
@@ -160,6 +163,30 @@ func (r *run) comparePlan(ctx context.Context, pl *planned, before, after *snaps
 		}
 	}
 	return nil, ""
+}
+
+// sameEntry reports whether manager's entries hold the same fields in s
+// and o.
+func (s *snapshot) sameEntry(o *snapshot, manager string) bool {
+	entries := func(x *snapshot) map[owner]string {
+		out := map[owner]string{}
+		for k, set := range x.owners {
+			if k.Manager == manager {
+				out[k] = set.String()
+			}
+		}
+		return out
+	}
+	a, b := entries(s), entries(o)
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // othersWrote names a fieldops field manager other than manager whose
