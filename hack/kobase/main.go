@@ -18,48 +18,45 @@ Licensed under the Apache License, Version 2.0.
 //	go run ./hack/kobase --cache bin/kocache   # prints the base image reference
 //	KOCACHE=bin/kocache KO_DEFAULTBASEIMAGE=<that reference> ko build ...
 //
-// The files are the same on every run (fixed times and modes), so the
-// digest is too.
+// The images, index and layout are go-containerregistry's, the library
+// ko builds on; the layer's files are the same on every run (fixed times
+// and modes), so the digest is too.
 package main
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Repository is the name the base image is referred to by; nothing is
 // ever pulled from it (ko finds the digest in its cache).
 const Repository = "fieldops.local/base/static-nonroot"
 
-const (
-	mediaIndex    = "application/vnd.oci.image.index.v1+json"
-	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
-	mediaConfig   = "application/vnd.oci.image.config.v1+json"
-	mediaLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
-)
-
-type descriptor struct {
-	MediaType string            `json:"mediaType"`
-	Digest    string            `json:"digest"`
-	Size      int64             `json:"size"`
-	Platform  *platform         `json:"platform,omitempty"`
-	Annotate  map[string]string `json:"annotations,omitempty"`
+// platforms are the release's (.ko.yaml's defaultPlatforms, the
+// Makefile's RELEASE_PLATFORMS), arm64 with its variant v8 as the base
+// has always recorded it.
+var platforms = []v1.Platform{
+	{OS: "linux", Architecture: "amd64"},
+	{OS: "linux", Architecture: "arm64", Variant: "v8"},
 }
 
-type platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-	Variant      string `json:"variant,omitempty"`
-}
+// epoch is every time the base records: its files', its images' and
+// their history's.
+var epoch = time.Unix(0, 0).UTC()
 
 func main() {
 	cache := flag.String("cache", "bin/kocache", "ko's cache directory (KOCACHE); the layout is written to its img/")
@@ -75,120 +72,115 @@ func main() {
 // write replaces the OCI image layout at dir and returns the base image's
 // reference, Repository@<digest of its index>.
 func write(dir string) (string, error) {
+	idx, err := index()
+	if err != nil {
+		return "", err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
-		return "", err
-	}
-	l := layout{dir: dir}
-	tarball, err := layer()
+	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return "", err
 	}
-	diffID := sha256.Sum256(tarball)
-	gz, err := gzipped(tarball)
+	// ko's cache (ko's pkg/commands/cache.go) looks a digest up among the
+	// layout index's own entries only (partial.FindManifests): the index
+	// and each platform's image are listed there.
+	if err := p.AppendIndex(idx); err != nil {
+		return "", err
+	}
+	m, err := idx.IndexManifest()
 	if err != nil {
 		return "", err
 	}
-	layerDesc, err := l.blob(mediaLayer, gz, nil)
-	if err != nil {
-		return "", err
-	}
-	var manifests []descriptor
-	for _, p := range []platform{{Architecture: "amd64", OS: "linux"}, {Architecture: "arm64", OS: "linux", Variant: "v8"}} {
-		d, err := l.image(p, layerDesc, "sha256:"+hex.EncodeToString(diffID[:]))
+	for _, d := range m.Manifests {
+		img, err := idx.Image(d.Digest)
 		if err != nil {
 			return "", err
 		}
-		manifests = append(manifests, d)
+		if err := p.AppendImage(img, layout.WithPlatform(*d.Platform)); err != nil {
+			return "", err
+		}
 	}
-	idxDesc, err := l.json(mediaIndex, map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": manifests}, nil)
+	h, err := idx.Digest()
 	if err != nil {
 		return "", err
 	}
-	// ko's cache looks a digest up among the layout index's own entries:
-	// the index and each platform's image are listed.
-	top, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": append([]descriptor{idxDesc}, manifests...)})
+	return Repository + "@" + h.String(), nil
+}
+
+// index is the base: an OCI image index of one image per platform, all
+// of the one layer.
+func index() (v1.ImageIndex, error) {
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		b, err := layer()
+		return io.NopCloser(bytes.NewReader(b)), err
+	}, tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "index.json"), top, 0o644); err != nil {
-		return "", err
+	var adds []mutate.IndexAddendum
+	for _, p := range platforms {
+		img, err := image(p, l)
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
-		return "", err
-	}
-	return Repository + "@" + idxDesc.Digest, nil
+	return mutate.AppendManifests(empty.Index, adds...), nil
 }
 
-// layout writes blobs into an OCI image layout.
-type layout struct{ dir string }
-
-// blob writes b and returns its descriptor.
-func (l layout) blob(mediaType string, b []byte, p *platform) (descriptor, error) {
-	sum := sha256.Sum256(b)
-	h := hex.EncodeToString(sum[:])
-	if err := os.WriteFile(filepath.Join(l.dir, "blobs", "sha256", h), b, 0o644); err != nil {
-		return descriptor{}, err
-	}
-	return descriptor{MediaType: mediaType, Digest: "sha256:" + h, Size: int64(len(b)), Platform: p}, nil
-}
-
-// json writes v as a JSON blob.
-func (l layout) json(mediaType string, v any, p *platform) (descriptor, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return descriptor{}, err
-	}
-	return l.blob(mediaType, b, p)
-}
-
-// image writes the configuration and manifest of p's image of the one
-// layer and returns the manifest's descriptor.
-func (l layout) image(p platform, layer descriptor, diffID string) (descriptor, error) {
-	epoch := time.Unix(0, 0).UTC()
-	cfg := map[string]any{
-		"architecture": p.Architecture,
-		"os":           p.OS,
-		"created":      epoch,
-		"config": map[string]any{
-			"User":       "65532",
-			"WorkingDir": "/home/nonroot",
-			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+// image is p's OCI image of l, configured as distroless's static:nonroot
+// is: user 65532, working directory /home/nonroot, the usual PATH.
+func image(p v1.Platform, l v1.Layer) (v1.Image, error) {
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.ConfigFile(base, &v1.ConfigFile{
+		Architecture: p.Architecture,
+		OS:           p.OS,
+		Variant:      p.Variant,
+		Created:      v1.Time{Time: epoch},
+		RootFS:       v1.RootFS{Type: "layers"},
+		Config: v1.Config{
+			User:       "65532",
+			WorkingDir: "/home/nonroot",
+			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		},
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{diffID}},
-		"history": []map[string]any{{"created": epoch, "created_by": "fieldops hack/kobase: users, /home/nonroot, /tmp"}},
-	}
-	if p.Variant != "" {
-		cfg["variant"] = p.Variant
-	}
-	cfgDesc, err := l.json(mediaConfig, cfg, nil)
+	})
 	if err != nil {
-		return descriptor{}, err
+		return nil, err
 	}
-	return l.json(mediaManifest, map[string]any{"schemaVersion": 2, "mediaType": mediaManifest, "config": cfgDesc, "layers": []descriptor{layer}}, &p)
+	return mutate.Append(img, mutate.Addendum{
+		Layer:   l,
+		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "fieldops hack/kobase: users, /home/nonroot, /tmp"},
+	})
 }
 
-// layer is the base's one layer, as an uncompressed tar.
+// entry is one file or directory of the layer.
+type entry struct {
+	name     string
+	mode     int64
+	uid, gid int
+	body     string
+	dir      bool
+}
+
+// entries are the layer's files and directories, in the tar's order.
+var entries = []entry{
+	{name: "etc/", mode: 0o755, dir: true},
+	{name: "etc/group", mode: 0o644, body: "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"},
+	{name: "etc/passwd", mode: 0o644, body: "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"},
+	{name: "home/", mode: 0o755, dir: true},
+	{name: "home/nonroot/", mode: 0o700, uid: 65532, gid: 65532, dir: true},
+	{name: "tmp/", mode: 0o1777, dir: true},
+}
+
+// layer is the base's one layer, as an uncompressed PAX tar. The library
+// builds a layer from a tar but writes none of arbitrary files, modes
+// and owners, so the tar is archive/tar's.
 func layer() ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0).UTC()
-	for _, e := range []struct {
-		name     string
-		mode     int64
-		uid, gid int
-		body     string
-		dir      bool
-	}{
-		{name: "etc/", mode: 0o755, dir: true},
-		{name: "etc/group", mode: 0o644, body: "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"},
-		{name: "etc/passwd", mode: 0o644, body: "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"},
-		{name: "home/", mode: 0o755, dir: true},
-		{name: "home/nonroot/", mode: 0o700, uid: 65532, gid: 65532, dir: true},
-		{name: "tmp/", mode: 0o1777, dir: true},
-	} {
+	for _, e := range entries {
 		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: epoch, Format: tar.FormatPAX}
 		if e.dir {
 			h.Typeflag = tar.TypeDir
@@ -204,21 +196,6 @@ func layer() ([]byte, error) {
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func gzipped(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

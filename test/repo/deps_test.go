@@ -46,6 +46,11 @@ func TestCommandsLinkOnlyWhatTheyNeed(t *testing.T) {
 		{"./cmd/manager", []string{"github.com/yuin/gopher-lua"}},
 		{"./cmd/kubectl-fieldops", []string{"github.com/yuin/gopher-lua"}},
 		{"./plugins/examples/...", []string{"github.com/yuin/gopher-lua"}},
+		// go-containerregistry writes hack/kobase's base image (issue 41,
+		// item 3) and is for that tool only.
+		{"./cmd/manager", []string{"github.com/google/go-containerregistry"}},
+		{"./cmd/kubectl-fieldops", []string{"github.com/google/go-containerregistry"}},
+		{"./plugins/examples/...", []string{"github.com/google/go-containerregistry"}},
 	} {
 		for _, d := range deps(t, tc.pkg) {
 			for _, b := range tc.banned {
