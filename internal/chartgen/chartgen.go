@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -282,18 +283,56 @@ func splitRBAC(plain, locked []*unstructured.Unstructured) (common, managerRight
 	return common, managerRights, lockdown
 }
 
+// standardLabels stands for the chart's standard labels (the template
+// fieldops.labels of templates/_helpers.tpl) until the template text is
+// written.
+const standardLabels = "__FIELDOPS_STANDARD_LABELS__"
+
+// StandardLabels are the labels the template fieldops.labels sets on
+// every object the chart renders (Helm's best practices,
+// https://helm.sh/docs/chart_best_practices/labels/).
+var StandardLabels = []string{
+	"app.kubernetes.io/name",
+	"app.kubernetes.io/instance",
+	"app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by",
+	"helm.sh/chart",
+}
+
+// standardLabelsLine is the placeholder's line in yaml.Marshal's output,
+// its indentation kept.
+var standardLabelsLine = regexp.MustCompile(`(?m)^( *)` + standardLabels + `: ""$`)
+
 // objectTemplate is obj as Helm template text: the namespace of config/
-// becomes the release's, and template delimiters inside values (the
-// PrometheusRule's Prometheus templates) are escaped.
+// becomes the release's, the chart's standard labels join config/'s (a
+// standard label of config/ gives way to the chart's), and template
+// delimiters inside values (the PrometheusRule's Prometheus templates)
+// are escaped.
 func objectTemplate(obj *unstructured.Unstructured) ([]byte, error) {
 	obj = obj.DeepCopy()
 	replaceNamespace(obj.Object)
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range StandardLabels {
+		delete(labels, k)
+	}
+	labels[standardLabels] = ""
+	obj.SetLabels(labels)
 	b, err := yaml.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
 	}
 	s := strings.NewReplacer("{{", `{{ "{{" }}`, "}}", `{{ "}}" }}`).Replace(string(b))
 	s = strings.ReplaceAll(s, releaseNamespace, "{{ .Release.Namespace }}")
+	if n := len(standardLabelsLine.FindAllString(s, -1)); n != 1 {
+		return nil, fmt.Errorf("%s %s: %d places for the standard labels, want 1", obj.GetKind(), obj.GetName(), n)
+	}
+	s = standardLabelsLine.ReplaceAllStringFunc(s, func(line string) string {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		return fmt.Sprintf(`%s{{- include "fieldops.labels" . | nindent %d }}`, line[:indent], indent)
+	})
 	return []byte(s), nil
 }
 
