@@ -62,7 +62,8 @@ type part struct {
 }
 
 // Generate renders config/ and returns every generated file of the chart
-// by its path relative to Root: Chart.yaml, crds/ (one file per CRD) and
+// by its path relative to Root: Chart.yaml, README.md (README.md.gotmpl
+// with values.yaml's values and comments), crds/ (one file per CRD) and
 // templates/zz_generated.*.yaml. It fails on an object of config/ it has
 // no place for, so a new object in config/ needs a decision here.
 func Generate(o Options) (map[string][]byte, error) {
@@ -82,6 +83,11 @@ func Generate(o Options) (map[string][]byte, error) {
 		}
 		files[filepath.Join(ChartDir, "crds", crd.GetName()+".yaml")] = append([]byte(header("config/crd")), b...)
 	}
+	readme, err := readmeFile(o.Root, o.Version)
+	if err != nil {
+		return nil, err
+	}
+	files[filepath.Join(ChartDir, "README.md")] = readme
 	sections, err := templateSections(o.Root)
 	if err != nil {
 		return nil, err
@@ -94,6 +100,20 @@ func Generate(o Options) (map[string][]byte, error) {
 		files[filepath.Join(ChartDir, "templates", "zz_generated."+s.file+".yaml")] = b
 	}
 	return files, nil
+}
+
+// readmeFile is the chart's README.md: README.md.gotmpl with the table of
+// values.yaml's values, at the chart's version.
+func readmeFile(root, version string) ([]byte, error) {
+	tmpl, err := os.ReadFile(filepath.Join(root, ChartDir, "README.md.gotmpl"))
+	if err != nil {
+		return nil, err
+	}
+	vals, err := os.ReadFile(filepath.Join(root, ChartDir, "values.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return README(tmpl, vals, version)
 }
 
 // templateSections renders config/ into the chart's generated templates.
