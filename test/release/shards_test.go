@@ -54,6 +54,15 @@ func TestChartShardsMatchConfig(t *testing.T) {
 			}
 		}
 	}
+	// In config/ too, each Deployment's selector matches its own pods only.
+	for _, d := range deployments(config) {
+		sel := selectorOf(t, d, "spec", "selector")
+		for _, other := range deployments(config) {
+			if sel.Matches(podLabels(other)) != (other == d) {
+				t.Errorf("config/: Deployment %s's selector %s, Deployment %s's pods %v", d.GetName(), sel, other.GetName(), podLabels(other))
+			}
+		}
+	}
 	if n := len(deployments(chart)); n != 3 {
 		t.Errorf("the chart with two shards renders %d Deployments, want 3", n)
 	}
