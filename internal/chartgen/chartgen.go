@@ -7,10 +7,11 @@ Licensed under the Apache License, Version 2.0.
 // Package chartgen writes the generated part of the Helm chart
 // (charts/fieldops) from the kustomize configuration in config/, so that
 // the chart installs the same CRDs, RBAC, admission policies, metrics
-// Service, NetworkPolicy and Prometheus objects as config/: the chart's
-// Deployment template and values are written by hand, everything else is
-// rendered from config/ by Generate and checked stale by
-// `make verify-generated`.
+// Service, NetworkPolicy and Prometheus objects as config/, each with the
+// chart's standard labels: the chart's Deployment template, values and
+// schema are written by hand, everything else is rendered from config/
+// (and the README from values.yaml's comments) by Generate and checked
+// stale by `make verify-generated`.
 package chartgen
 
 import (
