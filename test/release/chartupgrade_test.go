@@ -75,11 +75,7 @@ func TestChartUpgradeCRDStep(t *testing.T) {
 	checkRestrictedNamespace(ctx, t, c)
 	checkBudgets(ctx, t, c)
 
-	// The old step: install.yaml's Deployment conflicts with helm.
-	deploy := find(renderConfig(t, "config/default"), "Deployment", "fieldops-controller-manager")
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(deploy), client.FieldOwner("kubectl")); !apierrors.IsConflict(err) {
-		t.Errorf("kubectl apply --server-side -f install.yaml (its Deployment) after helm install: %v, want a conflict", err)
-	}
+	checkInstallYAMLConflicts(ctx, t, c)
 	crds := newReleaseCRDs(t)
 	for _, crd := range crds {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(crd.DeepCopy()), client.FieldOwner("kubectl")); !apierrors.IsConflict(err) {
@@ -159,6 +155,29 @@ func newReleaseCRDs(t *testing.T) []*unstructured.Unstructured {
 		}
 	}
 	return crds
+}
+
+// checkInstallYAMLConflicts: the old step, applying install.yaml
+// (config/default) as kubectl, conflicts with helm: on the manager
+// Deployment's arguments and the admission policies' matchConstraints.
+// Nothing is written: each apply is a dry run.
+func checkInstallYAMLConflicts(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	conflicts := map[string]string{}
+	for _, o := range renderConfig(t, "config/default") {
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kubectl"), client.DryRunAll)
+		if apierrors.IsConflict(err) {
+			conflicts[o.GetKind()+" "+o.GetName()] = err.Error()
+		}
+	}
+	for k, v := range conflicts {
+		t.Logf("install.yaml after helm install: %s: %s", k, v)
+	}
+	for _, want := range []string{"Deployment fieldops-controller-manager", "ValidatingAdmissionPolicy fieldops-account-impersonation"} {
+		if _, ok := conflicts[want]; !ok {
+			t.Errorf("kubectl apply --server-side -f install.yaml after helm install: conflicts %v, want one on %s", conflicts, want)
+		}
+	}
 }
 
 func renderConfig(t *testing.T, dir string) []*unstructured.Unstructured {
