@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,4 +252,46 @@ func checkCRDsUpgraded(ctx context.Context, t *testing.T, c client.Client, crds 
 			}
 		}
 	}
+}
+
+// A release installed with --create-namespace alone takes namespace.create
+// on upgrade only with --take-ownership: the namespace Helm created is not
+// the release's, and Helm refuses to adopt it otherwise. With it, the
+// namespace is the release's and restricted.
+func TestChartNamespaceCreateOnUpgrade(t *testing.T) {
+	cp, err := localcp.Start(localcp.Options{NoFieldopsCRDs: true, Cluster: &localcp.ClusterOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	ctx := context.Background()
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube.ManagedFieldsManager = helmFieldManager
+	cfg := helmConfiguration(t, cp)
+	install := action.NewInstall(cfg)
+	install.ReleaseName = "fieldops"
+	install.Namespace = chartNamespace
+	install.CreateNamespace = true
+	install.WaitStrategy = kube.HookOnlyStrategy
+	if _, err := install.Run(loadChart(t), nil); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	values := map[string]any{"namespace": map[string]any{"create": true}}
+	upgrade := action.NewUpgrade(cfg)
+	upgrade.Namespace = chartNamespace
+	upgrade.WaitStrategy = kube.HookOnlyStrategy
+	if _, err := upgrade.Run("fieldops", loadChart(t), values); err == nil || !strings.Contains(err.Error(), "cannot be imported") {
+		t.Errorf("helm upgrade --set namespace.create=true: %v, want Helm's refusal to adopt the namespace", err)
+	}
+	upgrade = action.NewUpgrade(cfg)
+	upgrade.Namespace = chartNamespace
+	upgrade.TakeOwnership = true
+	upgrade.WaitStrategy = kube.HookOnlyStrategy
+	if _, err := upgrade.Run("fieldops", loadChart(t), values); err != nil {
+		t.Fatalf("helm upgrade --take-ownership --set namespace.create=true: %v", err)
+	}
+	checkRestrictedNamespace(ctx, t, c)
 }
