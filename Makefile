@@ -107,7 +107,7 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: chart
-chart: manifests ## Generate the Helm chart's CRDs, RBAC, policies and Chart.yaml (charts/fieldops) from config/ and VERSION.
+chart: manifests ## Generate the Helm chart's CRDs, RBAC, policies and Chart.yaml (charts/fieldops) from config/ and VERSION, and its README from values.yaml.
 	go run ./hack/chart --version $(VERSION)
 	sed -i 's|^  newTag: .*|  newTag: v$(VERSION)|' config/manager/kustomization.yaml
 	sed -i 's|image: $(IMAGE_REPO)/example-plugins:.*|image: $(PLUGINS_IMG)|' config/plugins/manager_plugins_patch.yaml

@@ -7,10 +7,11 @@ Licensed under the Apache License, Version 2.0.
 // Package chartgen writes the generated part of the Helm chart
 // (charts/fieldops) from the kustomize configuration in config/, so that
 // the chart installs the same CRDs, RBAC, admission policies, metrics
-// Service, NetworkPolicy and Prometheus objects as config/: the chart's
-// Deployment template and values are written by hand, everything else is
-// rendered from config/ by Generate and checked stale by
-// `make verify-generated`.
+// Service, NetworkPolicy and Prometheus objects as config/, each with the
+// chart's standard labels: the chart's Deployment template, values and
+// schema are written by hand, everything else is rendered from config/
+// (and the README from values.yaml's comments) by Generate and checked
+// stale by `make verify-generated`.
 package chartgen
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,7 +63,8 @@ type part struct {
 }
 
 // Generate renders config/ and returns every generated file of the chart
-// by its path relative to Root: Chart.yaml, crds/ (one file per CRD) and
+// by its path relative to Root: Chart.yaml, README.md (README.md.gotmpl
+// with values.yaml's values and comments), crds/ (one file per CRD) and
 // templates/zz_generated.*.yaml. It fails on an object of config/ it has
 // no place for, so a new object in config/ needs a decision here.
 func Generate(o Options) (map[string][]byte, error) {
@@ -81,6 +84,11 @@ func Generate(o Options) (map[string][]byte, error) {
 		}
 		files[filepath.Join(ChartDir, "crds", crd.GetName()+".yaml")] = append([]byte(header("config/crd")), b...)
 	}
+	readme, err := readmeFile(o.Root, o.Version)
+	if err != nil {
+		return nil, err
+	}
+	files[filepath.Join(ChartDir, "README.md")] = readme
 	sections, err := templateSections(o.Root)
 	if err != nil {
 		return nil, err
@@ -93,6 +101,20 @@ func Generate(o Options) (map[string][]byte, error) {
 		files[filepath.Join(ChartDir, "templates", "zz_generated."+s.file+".yaml")] = b
 	}
 	return files, nil
+}
+
+// readmeFile is the chart's README.md: README.md.gotmpl with the table of
+// values.yaml's values, at the chart's version.
+func readmeFile(root, version string) ([]byte, error) {
+	tmpl, err := os.ReadFile(filepath.Join(root, ChartDir, "README.md.gotmpl"))
+	if err != nil {
+		return nil, err
+	}
+	vals, err := os.ReadFile(filepath.Join(root, ChartDir, "values.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return README(tmpl, vals, version)
 }
 
 // templateSections renders config/ into the chart's generated templates.
@@ -282,18 +304,56 @@ func splitRBAC(plain, locked []*unstructured.Unstructured) (common, managerRight
 	return common, managerRights, lockdown
 }
 
+// standardLabels stands for the chart's standard labels (the template
+// fieldops.labels of templates/_helpers.tpl) until the template text is
+// written.
+const standardLabels = "__FIELDOPS_STANDARD_LABELS__"
+
+// StandardLabels are the labels the template fieldops.labels sets on
+// every object the chart renders (Helm's best practices,
+// https://helm.sh/docs/chart_best_practices/labels/).
+var StandardLabels = []string{
+	"app.kubernetes.io/name",
+	"app.kubernetes.io/instance",
+	"app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by",
+	"helm.sh/chart",
+}
+
+// standardLabelsLine is the placeholder's line in yaml.Marshal's output,
+// its indentation kept.
+var standardLabelsLine = regexp.MustCompile(`(?m)^( *)` + standardLabels + `: ""$`)
+
 // objectTemplate is obj as Helm template text: the namespace of config/
-// becomes the release's, and template delimiters inside values (the
-// PrometheusRule's Prometheus templates) are escaped.
+// becomes the release's, the chart's standard labels join config/'s (a
+// standard label of config/ gives way to the chart's), and template
+// delimiters inside values (the PrometheusRule's Prometheus templates)
+// are escaped.
 func objectTemplate(obj *unstructured.Unstructured) ([]byte, error) {
 	obj = obj.DeepCopy()
 	replaceNamespace(obj.Object)
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range StandardLabels {
+		delete(labels, k)
+	}
+	labels[standardLabels] = ""
+	obj.SetLabels(labels)
 	b, err := yaml.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
 	}
 	s := strings.NewReplacer("{{", `{{ "{{" }}`, "}}", `{{ "}}" }}`).Replace(string(b))
 	s = strings.ReplaceAll(s, releaseNamespace, "{{ .Release.Namespace }}")
+	if n := len(standardLabelsLine.FindAllString(s, -1)); n != 1 {
+		return nil, fmt.Errorf("%s %s: %d places for the standard labels, want 1", obj.GetKind(), obj.GetName(), n)
+	}
+	s = standardLabelsLine.ReplaceAllStringFunc(s, func(line string) string {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		return fmt.Sprintf(`%s{{- include "fieldops.labels" . | nindent %d }}`, line[:indent], indent)
+	})
 	return []byte(s), nil
 }
 

@@ -54,10 +54,12 @@ func allValuesOn() map[string]any {
 			"serviceMonitor": map[string]any{"enabled": true},
 			"prometheusRule": map[string]any{"enabled": true},
 		},
-		"logging":    map[string]any{"development": true},
-		"goMemLimit": "400MiB",
-		"extraArgs":  []any{"--concurrency=8"},
-		"sharding":   map[string]any{"shards": []any{"a", "b"}},
+		"logging":             map[string]any{"development": true},
+		"goMemLimit":          "400MiB",
+		"extraArgs":           []any{"--concurrency=8"},
+		"sharding":            map[string]any{"shards": []any{"a", "b"}},
+		"namespace":           map[string]any{"create": true},
+		"podDisruptionBudget": map[string]any{"enabled": true},
 	}
 }
 

@@ -54,6 +54,15 @@ func TestChartShardsMatchConfig(t *testing.T) {
 			}
 		}
 	}
+	// In config/ too, each Deployment's selector matches its own pods only.
+	for _, d := range deployments(config) {
+		sel := selectorOf(t, d, "spec", "selector")
+		for _, other := range deployments(config) {
+			if sel.Matches(podLabels(other)) != (other == d) {
+				t.Errorf("config/: Deployment %s's selector %s, Deployment %s's pods %v", d.GetName(), sel, other.GetName(), podLabels(other))
+			}
+		}
+	}
 	if n := len(deployments(chart)); n != 3 {
 		t.Errorf("the chart with two shards renders %d Deployments, want 3", n)
 	}
@@ -69,16 +78,17 @@ func TestChartShardsMatchConfig(t *testing.T) {
 }
 
 // A shard name that cannot be a label value and a Deployment name's
-// suffix, or one listed twice, is refused with a message naming it.
+// suffix, or one listed twice, is refused (values.schema.json) with a
+// message naming it.
 func TestChartShardNames(t *testing.T) {
 	for _, tc := range []struct {
 		shards []any
 		want   string
 	}{
-		{[]any{"A"}, `"A" is not a shard name`},
-		{[]any{"a_b"}, `"a_b" is not a shard name`},
-		{[]any{"a", "a"}, `"a" is listed twice`},
-		{[]any{strings.Repeat("a", 64)}, "longer than 63 characters"},
+		{[]any{"A"}, `/sharding/shards/0': 'A' does not match pattern`},
+		{[]any{"a_b"}, `/sharding/shards/0': 'a_b' does not match pattern`},
+		{[]any{"a", "a"}, `/sharding/shards': items at 0 and 1 are equal`},
+		{[]any{strings.Repeat("a", 64)}, `/sharding/shards/0': maxLength: got 64, want 63`},
 	} {
 		_, err := renderChartErr(t, map[string]any{"sharding": map[string]any{"shards": tc.shards}}, "v1.30.0")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
