@@ -91,6 +91,8 @@ func TestLocalMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkInstalled(t, c, root)
+	checkOnboarding(t, c, cfg, out)
 	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "fieldops_*.yaml"))
 	if err != nil || len(samples) < 4 {
 		t.Fatalf("samples %v: %v", samples, err)
