@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,7 @@ func admissionAndRBAC(root string) ([]*unstructured.Unstructured, error) {
 				namespaces = append(namespaces, o)
 			} else if isAdmissionOrRBAC(o) {
 				objs = append(objs, o)
-				needed[o.GetNamespace()] = o.GetNamespace() != ""
+				needed[o.GetNamespace()] = true
 			}
 		}
 	}
@@ -76,10 +77,12 @@ func admissionAndRBAC(root string) ([]*unstructured.Unstructured, error) {
 }
 
 // install applies admissionAndRBAC with c (server-side apply as
-// installManager, forced: the objects are the installation's), waits
-// until the finalizer policy mutates FieldPatches in the default
-// namespace, and returns a summary for the user: a line per admission
-// policy or webhook configuration, one counting the rest.
+// installManager, forced: the objects are the installation's) and returns
+// a summary for the user: a line per admission policy or webhook
+// configuration, one counting the rest. With a MutatingAdmissionPolicy
+// (config/admission's finalizer policy) it waits until that mutates
+// FieldPatches in the default namespace: the apiserver loads admission
+// policies asynchronously, from its informers.
 func install(ctx context.Context, c client.Client, root string) ([]string, error) {
 	objs, err := admissionAndRBAC(root)
 	if err != nil {
@@ -91,21 +94,26 @@ func install(ctx context.Context, c client.Client, root string) ([]string, error
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(installManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("install %s %s: %w", o.GetKind(), objectName(o), err)
 		}
-		switch kind := o.GetKind(); {
-		case o.GroupVersionKind().Group == "admissionregistration.k8s.io" && !strings.HasSuffix(kind, "Binding"):
+		kind := o.GetKind()
+		if o.GroupVersionKind().Group == "admissionregistration.k8s.io" && !strings.HasSuffix(kind, "Binding") {
 			lines = append(lines, kind+" "+o.GetName())
-		case count[kind] == 0:
-			counted = append(counted, kind)
-			fallthrough
-		default:
-			count[kind]++
+			continue
 		}
+		if count[kind] == 0 {
+			counted = append(counted, kind)
+		}
+		count[kind]++
 	}
 	for i, kind := range counted {
-		counted[i] = fmt.Sprintf("%d %s", count[kind], kind)
+		if counted[i] = fmt.Sprintf("%d %s", count[kind], kind); count[kind] > 1 {
+			counted[i] += "s"
+		}
 	}
 	lines = append(lines, strings.Join(counted, ", "))
-	return lines, localcp.WaitFinalizerPolicy(ctx, c, "default")
+	if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "MutatingAdmissionPolicy" }) {
+		return lines, localcp.WaitFinalizerPolicy(ctx, c, "default")
+	}
+	return lines, nil
 }
 
 func objectName(o client.Object) string {
