@@ -132,7 +132,7 @@ func (l *localRun) start(ctx context.Context) (*rest.Config, error) {
 	}
 	fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
 	fmt.Printf("component logs: %s\n", cp.LogDir())
-	if err := l.install(ctx); err != nil {
+	if err := l.installAndOnboard(ctx); err != nil {
 		return nil, err
 	}
 	created, err := localcp.ApplyUpstream(ctx, cp.Config, l.root)
@@ -193,10 +193,10 @@ func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
 	return path, os.WriteFile(path, b, 0o600)
 }
 
-// install installs the admission and RBAC objects of installDirs and
-// onboards the default namespace for the manager's options, printing
-// what it did.
-func (l *localRun) install(ctx context.Context) error {
+// installAndOnboard installs the admission and RBAC objects of
+// installDirs and onboards the default namespace for the manager's
+// options, printing what it did.
+func (l *localRun) installAndOnboard(ctx context.Context) error {
 	c, err := client.New(l.cp.Config, client.Options{})
 	if err != nil {
 		return err
