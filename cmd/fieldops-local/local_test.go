@@ -40,9 +40,22 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error
 	}
 }
 
+// httpGet returns the status code and body of a GET of url.
+func httpGet(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
 // Local mode (issue 12, part 2): fieldops-local prints the upstream objects
 // it created, metrics and probe URLs that answer, and every sample of
 // config/samples goes Ready, the PodSet's pods Running on the kwok node.
+// It is the default install (issue 39, item 2): config/default's
+// admission and RBAC objects, namespace default onboarded.
 func TestLocalMode(t *testing.T) {
 	t.Parallel() // with TestNoOrphans' cases: each runs its own fieldops-local
 	l := startLocal(t)
@@ -59,22 +72,13 @@ func TestLocalMode(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	get := func(url string) (int, string, error) {
-		resp, err := http.Get(url)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), err
-	}
 	probe := regexp.MustCompile(`http://127\.0\.0\.1:\d+/readyz`).FindString(out)
 	metrics := regexp.MustCompile(`http://127\.0\.0\.1:\d+/metrics`).FindString(out)
 	if probe == "" || metrics == "" {
 		t.Fatalf("no probe or metrics URL on 127.0.0.1 in the output:\n%s", out)
 	}
 	poll(t, "GET "+probe, func(context.Context) (bool, error) {
-		code, _, err := get(probe)
+		code, _, err := httpGet(probe)
 		return err == nil && code == http.StatusOK, nil
 	})
 
@@ -86,11 +90,37 @@ func TestLocalMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	root, err := localcp.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkInstalled(t, c, root)
+	checkOnboarding(t, c, cfg, out)
+	checkSamples(t, c, root)
+	code, body, err := httpGet(metrics)
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "\nfieldops_") {
+		t.Errorf("GET %s: %d %v; fieldops_ series: %v", metrics, code, err, strings.Contains(body, "\nfieldops_"))
+	}
+
+	// Stopped with Ctrl-C (SIGINT), as a user stops it: it exits cleanly
+	// and leaves no process and no temporary file behind (TestNoOrphans
+	// stops it with SIGTERM and kills it).
+	stopped = true
+	if err := l.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Wait(); err != nil {
+		t.Errorf("fieldops-local after SIGINT: %v", err)
+	}
+	l.checkClean(t, 0)
+}
+
+// checkSamples creates every sample of config/samples, the accounts they
+// act as first (as kustomize orders them), and waits until each is Ready
+// and the PodSet's pods are Running on the kwok node.
+func checkSamples(t *testing.T, c client.Client, root string) {
+	t.Helper()
+	ctx := context.Background()
 	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "fieldops_*.yaml"))
 	if err != nil || len(samples) < 4 {
 		t.Fatalf("samples %v: %v", samples, err)
@@ -143,20 +173,4 @@ func TestLocalMode(t *testing.T) {
 			t.Errorf("pod %s: %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
 		}
 	}
-	code, body, err := get(metrics)
-	if err != nil || code != http.StatusOK || !strings.Contains(body, "\nfieldops_") {
-		t.Errorf("GET %s: %d %v; fieldops_ series: %v", metrics, code, err, strings.Contains(body, "\nfieldops_"))
-	}
-
-	// Stopped with Ctrl-C (SIGINT), as a user stops it: it exits cleanly
-	// and leaves no process and no temporary file behind (TestNoOrphans
-	// stops it with SIGTERM and kills it).
-	stopped = true
-	if err := l.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.cmd.Wait(); err != nil {
-		t.Errorf("fieldops-local after SIGINT: %v", err)
-	}
-	l.checkClean(t, 0)
 }

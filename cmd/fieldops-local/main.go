@@ -11,9 +11,13 @@ Licensed under the Apache License, Version 2.0.
 //
 // It starts the local cluster of internal/localcp from bin/
 // (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and one
-// node simulated by kwok) with the CRDs, applies the upstream objects that
-// config/samples target as their own field managers (upstream.go), writes
-// an admin kubeconfig to --local-dir, prints what it created, the metrics
+// node simulated by kwok) with the CRDs, installs the admission and RBAC
+// objects of config/default and config/admission (install.go: rendered
+// from config/ with kustomize, not copied), onboards the default namespace
+// as docs/operators-guide.md#onboarding-a-tenant-namespace shows, applies
+// the upstream objects that config/samples target as their own field
+// managers (internal/localcp/upstream.go), writes an admin kubeconfig to
+// --local-dir, prints what it installed and created, the metrics
 // (plain HTTP) and probe URLs on free loopback ports, and the KUBECONFIG
 // line, and runs the manager in the foreground. SIGINT or SIGTERM stops
 // the manager and then the cluster; its child processes never outlive it,
@@ -29,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -39,6 +44,7 @@ import (
 	"github.com/fieldops/fieldops/cmd/manager/app"
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/internal/served"
+	"github.com/fieldops/fieldops/internal/tenancy"
 )
 
 func main() {
@@ -111,7 +117,8 @@ type localRun struct {
 }
 
 // start is the start sequence the user watches, in order: the cluster,
-// its kubeconfig, the finalizer policy, the upstream objects, the
+// its kubeconfig, what config/default installs (but the manager), the
+// onboarding of the default namespace, the upstream objects, the
 // endpoints, and the KUBECONFIG line once every fieldops kind answers.
 func (l *localRun) start(ctx context.Context) (*rest.Config, error) {
 	var err error
@@ -125,17 +132,14 @@ func (l *localRun) start(ctx context.Context) (*rest.Config, error) {
 	}
 	fmt.Printf("local cluster is up: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (node %s; no container runs)\n", localcp.NodeName(0))
 	fmt.Printf("component logs: %s\n", cp.LogDir())
-	if err := installFinalizerPolicy(ctx, cp.Config); err != nil {
+	if err := l.installAndOnboard(ctx); err != nil {
 		return nil, err
 	}
 	created, err := localcp.ApplyUpstream(ctx, cp.Config, l.root)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Println("\nupstream objects the samples target (config/samples):")
-	for _, c := range created {
-		fmt.Println("  " + c)
-	}
+	printList("\nupstream objects the samples target (config/samples):", created)
 	fmt.Println()
 	printEndpoints(l.flags)
 	// The KUBECONFIG line means "ready": every fieldops kind answers.
@@ -189,12 +193,31 @@ func writeKubeconfig(cp *localcp.ControlPlane, dir string) (string, error) {
 	return path, os.WriteFile(path, b, 0o600)
 }
 
-// installFinalizerPolicy installs config/admission (the finalizers at
-// creation), as config/default does on a cluster.
-func installFinalizerPolicy(ctx context.Context, cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{})
+// installAndOnboard installs the admission and RBAC objects of
+// installDirs and onboards the default namespace for the manager's
+// options, printing what it did.
+func (l *localRun) installAndOnboard(ctx context.Context) error {
+	c, err := client.New(l.cp.Config, client.Options{})
 	if err != nil {
 		return err
 	}
-	return localcp.InstallFinalizerPolicy(ctx, c, "default", nil)
+	installed, err := install(ctx, c, l.root)
+	if err != nil {
+		return err
+	}
+	printList("\nadmission and RBAC as "+strings.Join(installDirs, " and ")+" install them (but the manager, which runs here):", installed)
+	opts := l.flags.Setup
+	onboarded, err := onboardDefault(ctx, c, tenancy.Options{DefaultServiceAccount: opts.DefaultServiceAccount, ManagerRightsNamespaces: opts.ManagerRightsNamespaces})
+	if err != nil {
+		return err
+	}
+	fmt.Println("\n" + onboarded)
+	return nil
+}
+
+func printList(title string, lines []string) {
+	fmt.Println(title)
+	for _, l := range lines {
+		fmt.Println("  " + l)
+	}
 }

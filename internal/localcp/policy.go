@@ -37,9 +37,7 @@ const HandBackFinalizer = "fieldops.dev/hand-back"
 // InstallFinalizerPolicy applies FinalizerPolicyFile with c, its binding
 // restricted to namespaceSelector when that is not nil (a test that must
 // not change the other tests of its control plane), and waits until the
-// policy mutates: until a dry-run FieldPatch created in probeNamespace
-// comes back with the finalizer (the apiserver loads policies
-// asynchronously). It fails after 30 s.
+// policy mutates FieldPatches in probeNamespace (WaitFinalizerPolicy).
 func InstallFinalizerPolicy(ctx context.Context, c client.Client, probeNamespace string, namespaceSelector *metav1.LabelSelector) error {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -67,8 +65,16 @@ func InstallFinalizerPolicy(ctx context.Context, c client.Client, probeNamespace
 			return fmt.Errorf("install %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
+	return WaitFinalizerPolicy(ctx, c, probeNamespace)
+}
+
+// WaitFinalizerPolicy waits until the finalizer policy mutates: until a
+// dry-run FieldPatch created in probeNamespace comes back with
+// HandBackFinalizer (the apiserver loads admission policies
+// asynchronously, from its informers). It fails after 30 s.
+func WaitFinalizerPolicy(ctx context.Context, c client.Client, probeNamespace string) error {
 	var last error
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		probe := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "fieldops.dev/v1alpha1", "kind": "FieldPatch",
 			"metadata": map[string]interface{}{"generateName": "policy-probe-", "namespace": probeNamespace},

@@ -17,6 +17,11 @@ import "fmt"
 // that namespaced fieldops objects naming none act as.
 const DefaultServiceAccount = "fieldops-tenant"
 
+// OnboardingGuide is the section of the operator's guide that onboards a
+// namespace (its DefaultServiceAccount, bound to the rights its fieldops
+// objects should have), as a path and anchor from the repository root.
+const OnboardingGuide = "docs/operators-guide.md#onboarding-a-tenant-namespace"
+
 // Options are the manager-wide settings of tenant isolation.
 type Options struct {
 	// DefaultServiceAccount is the account, in the object's own namespace,

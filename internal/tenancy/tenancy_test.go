@@ -6,7 +6,13 @@ Licensed under the Apache License, Version 2.0.
 
 package tenancy
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestResolve(t *testing.T) {
 	locked := Options{DefaultServiceAccount: "fieldops-tenant"}
@@ -36,4 +42,27 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want %+v, error %v", tc.name, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+// OnboardingGuide names a heading of the guide: messages and
+// fieldops-local print it, so it must not go stale when the guide moves.
+func TestOnboardingGuide(t *testing.T) {
+	file, anchor, ok := strings.Cut(OnboardingGuide, "#")
+	if !ok {
+		t.Fatalf("%q has no anchor", OnboardingGuide)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// GitHub's anchor of a heading: lower case, punctuation dropped,
+	// spaces as hyphens.
+	drop := regexp.MustCompile("[^a-z0-9 _-]")
+	for _, line := range strings.Split(string(b), "\n") {
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		if strings.HasPrefix(line, "#") && strings.ReplaceAll(drop.ReplaceAllString(h, ""), " ", "-") == anchor {
+			return
+		}
+	}
+	t.Errorf("%s has no heading with anchor #%s", file, anchor)
 }

@@ -14,6 +14,7 @@ package tenant
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,11 +89,20 @@ func (p *Appliers) For(account Account) (*ownershipcore.Applier, error) {
 }
 
 // Explain says which account a Forbidden error was met as ("acting as
-// ServiceAccount ns/name: ..."); other errors, and errors met with the
+// ServiceAccount ns/name: ..."). When RBAC denied the account itself (the
+// apiserver's message `User "<account>" cannot <verb> ...`,
+// k8s.io/apiserver responsewriters.forbiddenMessage: the account is
+// missing or lacks the right), it adds how to onboard the namespace, the
+// operator's guide's section (tenancy.OnboardingGuide); a denial by
+// admission gets no such hint. Other errors, and errors met with the
 // manager's own rights, are returned as they are.
 func Explain(account Account, err error) error {
-	if err != nil && apierrors.IsForbidden(err) && !account.IsManager() {
-		return fmt.Errorf("acting as %s: %w", account, err)
+	if err == nil || !apierrors.IsForbidden(err) || account.IsManager() {
+		return err
 	}
-	return err
+	if strings.Contains(err.Error(), fmt.Sprintf("User %q cannot ", account.UserName())) {
+		return fmt.Errorf("acting as %s: %w (grant the account this right, or onboard namespace %s: %s)",
+			account, err, account.Namespace, tenancy.OnboardingGuide)
+	}
+	return fmt.Errorf("acting as %s: %w", account, err)
 }
