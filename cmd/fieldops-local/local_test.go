@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,7 +97,7 @@ func TestLocalMode(t *testing.T) {
 	}
 	checkInstalled(t, c, root)
 	checkOnboarding(t, c, cfg, out)
-	checkSamples(t, c, root)
+	deleteSamples(t, c, checkSamples(t, c, root))
 	code, body, err := httpGet(metrics)
 	if err != nil || code != http.StatusOK || !strings.Contains(body, "\nfieldops_") {
 		t.Errorf("GET %s: %d %v; fieldops_ series: %v", metrics, code, err, strings.Contains(body, "\nfieldops_"))
@@ -117,8 +118,9 @@ func TestLocalMode(t *testing.T) {
 
 // checkSamples creates every sample of config/samples, the accounts they
 // act as first (as kustomize orders them), and waits until each is Ready
-// and the PodSet's pods are Running on the kwok node.
-func checkSamples(t *testing.T, c client.Client, root string) {
+// and the PodSet's pods are Running on the kwok node. It returns every
+// object it created, in order.
+func checkSamples(t *testing.T, c client.Client, root string) []*unstructured.Unstructured {
 	t.Helper()
 	ctx := context.Background()
 	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "fieldops_*.yaml"))
@@ -127,7 +129,7 @@ func checkSamples(t *testing.T, c client.Client, root string) {
 	}
 	// The accounts the samples act as first (as kustomize orders them).
 	samples = append([]string{filepath.Join(root, "config", "samples", "accounts.yaml")}, samples...)
-	var objs []*unstructured.Unstructured
+	var objs, created []*unstructured.Unstructured
 	for _, p := range samples {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -142,6 +144,7 @@ func checkSamples(t *testing.T, c client.Client, root string) {
 				t.Fatalf("%s: %v", p, err)
 			}
 		}
+		created = append(created, docs...)
 		if !strings.HasSuffix(p, "accounts.yaml") {
 			objs = append(objs, docs...)
 		}
@@ -172,5 +175,27 @@ func checkSamples(t *testing.T, c client.Client, root string) {
 		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != localcp.NodeName(0) {
 			t.Errorf("pod %s: %s on %q", p.Name, p.Status.Phase, p.Spec.NodeName)
 		}
+	}
+	return created
+}
+
+// deleteSamples deletes the samples in the order they were created, the
+// accounts they act as first (as kubectl delete -k does, and the order a
+// GitOps prune may take), and waits until every one is gone: the
+// accounts stay, in use, until the fieldops objects acting as them have
+// handed their fields back (fieldops.dev/in-use), and nothing is left
+// stuck on a finalizer (issue 39).
+func deleteSamples(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Delete(context.Background(), o); client.IgnoreNotFound(err) != nil {
+			t.Fatalf("delete %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	for _, o := range objs {
+		poll(t, o.GetKind()+" "+o.GetName()+" gone", func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopy())
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
 	}
 }
