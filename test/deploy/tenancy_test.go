@@ -199,7 +199,8 @@ func TestDefaultInstallTenancy(t *testing.T) {
 	}
 
 	// 3, and 1 and 2 through ManagedWorkload: a ClusterRoleBinding is
-	// outside the namespace; a RoleBinding to fieldops-manager-role is
+	// cluster-scoped, which the account's RBAC judges (fieldops-tenant may
+	// not even read one: Forbidden); a RoleBinding to fieldops-manager-role is
 	// Forbidden as fieldops-tenant (no RBAC rights) and as ops (RBAC's bind
 	// check: ops does not hold the role's rights); so are the quota and the
 	// Role.
@@ -224,7 +225,7 @@ func TestDefaultInstallTenancy(t *testing.T) {
 	mw, mwOps := &v1alpha1.ManagedWorkload{}, &v1alpha1.ManagedWorkload{}
 	create(ann, mwYAML("grab", "", grant("ClusterRoleBinding"), grant("RoleBinding"), quotaObj, roleObj), mw)
 	create(ann, mwYAML("grab-as-ops", "ops", grant("RoleBinding"), quotaObj, roleObj), mwOps)
-	waitInventory(t, mw, map[string]string{"tenancy-grab-cluster": "ForbiddenObject", "tenancy-grab": "Forbidden", "pods": "Forbidden", "team-reader": "Forbidden"})
+	waitInventory(t, mw, map[string]string{"tenancy-grab-cluster": "Forbidden", "tenancy-grab": "Forbidden", "pods": "Forbidden", "team-reader": "Forbidden"})
 	// RBAC's escalation and bind checks: reason Rejected (a refusal of the
 	// object as it is, not of the account's verb).
 	waitInventory(t, mwOps, map[string]string{"tenancy-grab": "Rejected", "pods": "Forbidden", "team-reader": "Rejected"})
@@ -233,7 +234,7 @@ func TestDefaultInstallTenancy(t *testing.T) {
 		reasons[e.Kind+"/"+e.Name] = e.Reason + ": " + e.Message
 	}
 	for obj, want := range map[string]string{
-		"ClusterRoleBinding/tenancy-grab-cluster": "ForbiddenObject",
+		"ClusterRoleBinding/tenancy-grab-cluster": cannot("fieldops-tenant", "get", "clusterrolebindings"),
 		"RoleBinding/tenancy-grab":                cannot("fieldops-tenant", "get", "rolebindings"),
 		"ResourceQuota/pods":                      cannot("fieldops-tenant", "patch", "resourcequotas"),
 	} {
