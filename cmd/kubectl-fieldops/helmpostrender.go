@@ -1,0 +1,182 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+
+	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/ownershipcore"
+)
+
+// helmFieldManager is the field manager of Helm's CLI: it sets
+// kube.ManagedFieldsManager to "helm" (helm.sh/helm pkg/kube; Helm 3's
+// patches and Helm 4's server-side applies alike). A program using
+// Helm's SDK applies as its binary's name unless it sets that variable.
+const helmFieldManager = "helm"
+
+type postrenderOptions struct {
+	flags        *genericclioptions.ConfigFlags
+	streams      genericiooptions.IOStreams
+	getenv       func(string) string
+	fieldManager string
+	yieldTo      []string
+}
+
+func newHelmPostrenderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &postrenderOptions{flags: flags, streams: streams, getenv: os.Getenv}
+	cmd := &cobra.Command{
+		Use:   "helm-postrender [--yield-to MANAGER]...",
+		Short: "Helm post-renderer: leave to fieldops the fields its FieldPatches hold",
+		Long: `Read the manifests Helm rendered on standard input and write them to
+standard output, leaving out of each object every field that, on the live
+object, a FieldPatch or ClusterFieldPatch (or a field manager named with
+--yield-to) owns and the release's field manager (--field-manager) does
+not own with the value the manifest gives it. Helm then applies without
+conflicting with those managers and without writing their fields, as
+Argo CD's RespectIgnoreDifferences does for managedFieldsManagers.
+
+Objects not on the cluster, and objects of which nothing is left out,
+are written byte for byte as read. Each object is read with one GET;
+nothing is written to the cluster. An object that cannot be read (other
+than not found) fails the command, and nothing is written to standard
+output: Helm then stops before applying anything. Standard error names,
+per object, the fields left out and the manager each was left to.
+
+The cluster is the one Helm passes to its plugins (KUBECONFIG,
+HELM_KUBECONTEXT, HELM_NAMESPACE, ...), unless kubectl's flags say
+otherwise. See docs/gitops.md#helm.`,
+		Example: `  # Helm 4, with the plugin installed (plugins/helm/fieldops-postrender)
+  helm upgrade web ./chart --post-renderer fieldops-postrender
+
+  # Helm 3 (3.10 and later)
+  helm upgrade web ./chart --post-renderer kubectl-fieldops --post-renderer-args helm-postrender
+
+  # By hand: what would Helm apply
+  helm template web ./chart | kubectl fieldops helm-postrender -n web --yield-to cluster-autoscaler`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+	}
+	cmd.Flags().StringVar(&o.fieldManager, "field-manager", helmFieldManager, "the field manager the release is applied with: its fields held with the manifest's value are kept")
+	cmd.Flags().StringArrayVar(&o.yieldTo, "yield-to", nil, "also leave out the fields this field manager owns (repeatable), e.g. an autoscaler's")
+	return cmd
+}
+
+// run reads every document, decides each, and writes the result only
+// when every object was read.
+func (o *postrenderOptions) run(ctx context.Context) error {
+	in, err := io.ReadAll(o.streams.In)
+	if err != nil {
+		return fmt.Errorf("read the manifests: %w", err)
+	}
+	o.useHelmEnv()
+	r, err := o.renderer()
+	if err != nil {
+		return err
+	}
+	var out, notes bytes.Buffer
+	for _, doc := range splitDocuments(in) {
+		b, note, err := r.document(ctx, doc)
+		if err != nil {
+			return err
+		}
+		out.Write(b)
+		notes.WriteString(note)
+	}
+	if _, err := o.streams.ErrOut.Write(notes.Bytes()); err != nil {
+		return err
+	}
+	_, err = o.streams.Out.Write(out.Bytes())
+	return err
+}
+
+// helmEnv maps the environment Helm gives its plugins (helm env; Helm's
+// pkg/cli EnvSettings.EnvVars) to kubectl's flags. KUBECONFIG needs no
+// mapping: the kubeconfig loader reads it.
+var helmEnv = []struct {
+	env  string
+	flag func(*genericclioptions.ConfigFlags) *string
+}{
+	{"HELM_NAMESPACE", func(f *genericclioptions.ConfigFlags) *string { return f.Namespace }},
+	{"HELM_KUBECONTEXT", func(f *genericclioptions.ConfigFlags) *string { return f.Context }},
+	{"HELM_KUBETOKEN", func(f *genericclioptions.ConfigFlags) *string { return f.BearerToken }},
+	{"HELM_KUBEAPISERVER", func(f *genericclioptions.ConfigFlags) *string { return f.APIServer }},
+	{"HELM_KUBECAFILE", func(f *genericclioptions.ConfigFlags) *string { return f.CAFile }},
+	{"HELM_KUBEASUSER", func(f *genericclioptions.ConfigFlags) *string { return f.Impersonate }},
+	{"HELM_KUBETLS_SERVER_NAME", func(f *genericclioptions.ConfigFlags) *string { return f.TLSServerName }},
+}
+
+// useHelmEnv sets each kubeconfig flag left empty from Helm's variable
+// for it, when set: a flag given on the command line wins.
+func (o *postrenderOptions) useHelmEnv() {
+	for _, e := range helmEnv {
+		if p := e.flag(o.flags); p != nil && *p == "" {
+			*p = o.getenv(e.env)
+		}
+	}
+	if g := o.getenv("HELM_KUBEASGROUPS"); g != "" && o.flags.ImpersonateGroup != nil && len(*o.flags.ImpersonateGroup) == 0 {
+		*o.flags.ImpersonateGroup = strings.Split(g, ",")
+	}
+	if o.getenv("HELM_KUBEINSECURE_SKIP_TLS_VERIFY") == "true" && o.flags.Insecure != nil {
+		*o.flags.Insecure = true
+	}
+}
+
+// renderer connects to the cluster the flags select.
+func (o *postrenderOptions) renderer() (*postrenderer, error) {
+	c, err := newClient(o.flags)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := o.flags.ToRESTMapper()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := o.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespace(o.flags)
+	if err != nil {
+		return nil, err
+	}
+	applier, err := ownershipcore.NewApplier(c, c, c, ownershipcore.NewSchema(dc))
+	if err != nil {
+		return nil, err
+	}
+	yield := map[string]bool{}
+	for _, m := range o.yieldTo {
+		yield[m] = true
+	}
+	return &postrenderer{client: c, mapper: mapper, applier: applier, namespace: ns, manager: o.fieldManager, yieldTo: yield}, nil
+}
+
+// yieldsTo reports whether the post-renderer leaves manager's fields to
+// it: a FieldPatch's, a ClusterFieldPatch's, or one of --yield-to.
+// Other fieldops managers (a ManagedWorkload's, a PodSet's) own objects
+// of their own, not fields of a release's.
+func (r *postrenderer) yieldsTo(manager string) bool {
+	if r.yieldTo[manager] {
+		return true
+	}
+	prefix, _, _ := strings.Cut(manager, "/")
+	return prefix == names.FieldPatchPrefix || prefix == names.ClusterFieldPatchPrefix
+}
