@@ -251,6 +251,15 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 	done
 	cd $(DIST) && sha256sum kubectl-fieldops_*.tar.gz > SHA256SUMS
 
+.PHONY: helm-plugin-dist
+helm-plugin-dist: ## Pack the Helm 4 post-renderer plugin into dist/ (fieldops-postrender_vVERSION.tar.gz, its version set to VERSION).
+	mkdir -p $(DIST)/helm-plugin/fieldops-postrender
+	sed 's/^version: .*/version: $(VERSION)/' deploy/helm-plugin/fieldops-postrender/plugin.yaml > $(DIST)/helm-plugin/fieldops-postrender/plugin.yaml
+	cp LICENSE $(DIST)/helm-plugin/fieldops-postrender/
+	tar -czf $(DIST)/fieldops-postrender_v$(VERSION).tar.gz -C $(DIST)/helm-plugin fieldops-postrender
+	rm -rf $(DIST)/helm-plugin
+	cd $(DIST) && sha256sum fieldops-postrender_v$(VERSION).tar.gz >> SHA256SUMS
+
 ##@ Release
 
 # make release VERSION=vX.Y.Z writes dist/, offline once the modules are
@@ -259,6 +268,7 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 #   bundle/                  the OLM bundle at VERSION (and its bundle.Dockerfile)
 #   fieldops-X.Y.Z.tgz       the Helm chart (linted), version X.Y.Z, appVersion vX.Y.Z
 #   kubectl-fieldops_vX.Y.Z_OS_ARCH.tar.gz, SHA256SUMS, .krew.yaml
+#   fieldops-postrender_vX.Y.Z.tar.gz  the Helm 4 post-renderer plugin
 #   plugins/linux_ARCH/      the example plugins, static, with plugins.yaml
 #                            (their SHA-256s, for config/plugins) and SHA256SUMS
 #   images/manager/          OCI image layouts (linux/amd64 and linux/arm64),
@@ -280,6 +290,7 @@ release: $(KUSTOMIZE) $(KO) ## Build a release into dist/: make release VERSION=
 	go run ./hack/bundle --version $(VERSION) --image $(IMG) --out $(DIST)/bundle
 	go run ./hack/chart --version $(VERSION) --package $(DIST)
 	$(MAKE) kubectl-fieldops-dist VERSION=$(VERSION) DIST=$(DIST)
+	$(MAKE) helm-plugin-dist VERSION=$(VERSION) DIST=$(DIST)
 	go run ./hack/krew --tag v$(VERSION) --dist $(DIST) > $(DIST)/.krew.yaml
 	rm -rf plugins/install-plugins/kodata && mkdir -p plugins/install-plugins/kodata
 	for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$(DIST)/plugins/$${os}_$${arch}; \
