@@ -1,0 +1,349 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package helm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers"
+	"github.com/fieldops/fieldops/internal/localcp"
+	"github.com/fieldops/fieldops/test/testkit"
+)
+
+// ns is the release's namespace, the only one the manager watches.
+const ns = "helm-sdk"
+
+var (
+	k8s     client.WithWatch
+	writes  = &testkit.WriteCounter{}
+	binDir  string
+	helmEnv []string
+	root    string
+)
+
+// TestMain starts the local control plane and a manager of every
+// fieldops controller, builds helm (the pinned Helm 4 CLI) and
+// kubectl-fieldops, and installs the post-renderer plugin from
+// deploy/helm-plugin into a Helm home of the test's.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	var err error
+	if root, err = localcp.ModuleRoot(); err != nil {
+		return fail(err)
+	}
+	dir, err := os.MkdirTemp("", "fieldops-helm")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := build(dir); err != nil {
+		return fail(err)
+	}
+	cp, err := localcp.Start(localcp.Options{})
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	if err := setup(cp, dir); err != nil {
+		return fail(err)
+	}
+	stop, err := startManager(cp.Config)
+	if err != nil {
+		return fail(err)
+	}
+	defer stop()
+	return m.Run()
+}
+
+// build builds helm (the version go.mod pins) and kubectl-fieldops (of
+// this checkout) into dir/bin.
+func build(dir string) error {
+	binDir = filepath.Join(dir, "bin")
+	for _, pkg := range []string{"helm.sh/helm/v4/cmd/helm", "github.com/fieldops/fieldops/cmd/kubectl-fieldops"} {
+		out, err := exec.Command("go", "build", "-trimpath", "-o", binDir+"/", pkg).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// setup writes a kubeconfig, a client, the environment of helm, and
+// installs the plugin.
+func setup(cp *localcp.ControlPlane, dir string) error {
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "helm-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	if k8s, err = client.NewWithWatch(cp.Config, client.Options{Scheme: controllers.Scheme()}); err != nil {
+		return err
+	}
+	helmEnv = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
+		"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+	if out, err := helm("plugin", "install", filepath.Join(root, "deploy", "helm-plugin", "fieldops-postrender")); err != nil {
+		return fmt.Errorf("helm plugin install: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startManager runs every fieldops controller, watching ns, its writes
+// counted.
+func startManager(cfg *rest.Config) (func(), error) {
+	cfg = rest.CopyConfig(cfg)
+	writes.Wrap(cfg)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1, OwnNamespace: "fieldops-system"}); err != nil {
+		return nil, err
+	}
+	return testkit.Start(mgr), nil
+}
+
+// helm runs the helm binary with args in the test's Helm home.
+func helm(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(binDir, "helm"), args...)
+	cmd.Env = helmEnv
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// chart is the chart of the tests: a Deployment with replicas 1 and
+// resources; the image tag, an annotation and extra env vars are values.
+var chart = map[string]string{
+	"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+	"values.yaml": "tag: \"1.27\"\nnote: v1\nextraEnv: []\n",
+	"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    note: {{ .Values.note | quote }}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: app
+        image: nginx:{{ .Values.tag }}
+        env:
+        - {name: A, value: a}
+        {{- range .Values.extraEnv }}
+        - {name: {{ . }}, value: x}
+        {{- end }}
+        resources:
+          requests: {cpu: 100m, memory: 64Mi}
+          limits: {memory: 128Mi}
+`,
+}
+
+func writeChart(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range chart {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// release runs helm verb (install or upgrade) of the chart with the
+// post-renderer plugin and the values given.
+func release(t *testing.T, verb, chartDir string, values ...string) {
+	t.Helper()
+	args := []string{verb, "web", chartDir, "-n", ns, "--post-renderer", "fieldops-postrender", "--post-renderer-args", "--namespace=" + ns}
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	if out, err := helm(args...); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func liveWeb(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	live := &unstructured.Unstructured{}
+	live.SetAPIVersion("apps/v1")
+	live.SetKind("Deployment")
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, live); err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// state is what the test checks of the live Deployment.
+func state(t *testing.T) string {
+	t.Helper()
+	live := liveWeb(t)
+	replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	note, _, _ := unstructured.NestedString(live.Object, "metadata", "annotations", "note")
+	containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]interface{})
+	memory, _, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+	env, _, _ := unstructured.NestedSlice(c, "env")
+	return fmt.Sprintf("replicas %d, image %s, memory %s, note %s, %d env", replicas, c["image"], memory, note, len(env))
+}
+
+// watchReplicas records the lowest spec.replicas the Deployment has
+// from now until the returned function is called, which returns it.
+func watchReplicas(t *testing.T) func() int64 {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("apps/v1")
+	list.SetKind("DeploymentList")
+	w, err := k8s.Watch(context.Background(), list, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	lowest := int64(1 << 30)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && u.GetName() == "web" {
+				r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+				mu.Lock()
+				lowest = min(lowest, r)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int64 {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return lowest
+	}
+}
+
+// Issue 40: a FieldPatch pins replicas 5 and a memory limit of a
+// release's Deployment. Three helm upgrades with the post-renderer,
+// each changing other values, exit 0, apply their changes, leave
+// replicas at 5 throughout and cause no write of fieldops. After the
+// patch is deleted (HandBack) the next upgrade applies the chart's
+// values.
+func TestHelmUpgradesYieldToFieldPatch(t *testing.T) {
+	ctx := context.Background()
+	if out, err := helm("plugin", "list"); err != nil || !strings.Contains(out, "fieldops-postrender") {
+		t.Fatalf("helm plugin list: %v\n%s", err, out)
+	}
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	chartDir := writeChart(t)
+	// A first install passes through.
+	release(t, "install", chartDir)
+	if got, want := state(t), "replicas 1, image nginx:1.27, memory 128Mi, note v1, 1 env"; got != want {
+		t.Fatalf("installed: %s, want %s", got, want)
+	}
+	fp := createReady(t, `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: pin, namespace: helm-sdk}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  patch: {spec: {replicas: 5, template: {spec: {containers: [{name: app, resources: {limits: {memory: 256Mi}}}]}}}}
+`)
+	lowest := watchReplicas(t)
+	for i, step := range []struct {
+		values []string
+		want   string
+	}{
+		{[]string{"tag=1.28"}, "replicas 5, image nginx:1.28, memory 256Mi, note v1, 1 env"},
+		{[]string{"tag=1.28", "note=v2"}, "replicas 5, image nginx:1.28, memory 256Mi, note v2, 1 env"},
+		{[]string{"tag=1.28", "note=v2", "extraEnv={B}"}, "replicas 5, image nginx:1.28, memory 256Mi, note v2, 2 env"},
+	} {
+		before := writes.Writes("/deployments/web")
+		release(t, "upgrade", chartDir, step.values...)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if got := state(t); got != step.want {
+				t.Fatalf("upgrade %d: %s, want %s", i, got, step.want)
+			}
+		}
+		if n := writes.Writes("/deployments/web") - before; n != 0 {
+			t.Errorf("upgrade %d: fieldops wrote the Deployment %d times", i, n)
+		}
+	}
+	if l := lowest(); l != 5 {
+		t.Errorf("replicas went down to %d during the upgrades", l)
+	}
+
+	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	release(t, "upgrade", chartDir, "tag=1.29", "note=v2", "extraEnv={B}")
+	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v2, 2 env"; got != want {
+		t.Errorf("after the hand-back and an upgrade: %s, want %s", got, want)
+	}
+}
+
+// createReady creates the FieldPatch of y and waits until it is Ready.
+func createReady(t *testing.T, y string) *v1alpha1.FieldPatch {
+	t.Helper()
+	fp := &v1alpha1.FieldPatch{}
+	if err := yaml.UnmarshalStrict([]byte(y), fp); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), fp); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "FieldPatch Ready", func() (bool, string) {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fp), fp); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(fp.Status.Conditions, "Ready")
+		if c == nil {
+			return false, "no Ready condition"
+		}
+		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == fp.GetGeneration(), c.Reason + ": " + c.Message
+	})
+	return fp
+}
+
