@@ -150,7 +150,7 @@ func helm(args ...string) (string, error) {
 // chart is the chart of the tests: a Deployment with replicas 1 and
 // resources; the image tag, an annotation and extra env vars are values.
 var chart = map[string]string{
-	"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+	"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 	"values.yaml": "tag: \"1.27\"\nnote: v1\nextraEnv: []\n",
 	"templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
@@ -346,4 +346,3 @@ func createReady(t *testing.T, y string) *v1alpha1.FieldPatch {
 	})
 	return fp
 }
-

@@ -1,10 +1,10 @@
+//go:build tools
+
 /*
 Copyright 2026 The fieldops Authors.
 
 Licensed under the Apache License, Version 2.0.
 */
-
-//go:build tools
 
 package helm
 
