@@ -293,6 +293,11 @@ spec:
   target: {apiVersion: apps/v1, kind: Deployment, name: web}
   patch: {spec: {replicas: 5, template: {spec: {containers: [{name: app, resources: {limits: {memory: 256Mi}}}]}}}}
 `)
+	// Without the post-renderer, Helm 4's apply (no force) conflicts
+	// with the patch.
+	if out, err := helm("upgrade", "web", chartDir, "-n", ns, "--set", "tag=1.28"); err == nil || !strings.Contains(out, "conflict") || !strings.Contains(out, "fieldops-fieldpatch/helm-sdk/pin") {
+		t.Fatalf("helm upgrade without the post-renderer: %v, want a conflict with the patch\n%s", err, out)
+	}
 	lowest := watchReplicas(t)
 	for i, step := range []struct {
 		values []string
@@ -316,11 +321,18 @@ spec:
 	if l := lowest(); l != 5 {
 		t.Errorf("replicas went down to %d during the upgrades", l)
 	}
+	// The release records what Helm applied: without the yielded fields.
+	if out, err := helm("get", "manifest", "web", "-n", ns); err != nil || strings.Contains(out, "replicas:") || strings.Contains(out, "limits:") || !strings.Contains(out, "name: B") {
+		t.Errorf("helm get manifest: %v, want the last upgrade's manifest without replicas and limits\n%s", err, out)
+	}
 
 	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
 	release(t, "upgrade", chartDir, "tag=1.29", "note=v2", "extraEnv={B}")
 	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v2, 2 env"; got != want {
 		t.Errorf("after the hand-back and an upgrade: %s, want %s", got, want)
+	}
+	if out, err := helm("get", "manifest", "web", "-n", ns); err != nil || !strings.Contains(out, "replicas: 1") || !strings.Contains(out, "memory: 128Mi") {
+		t.Errorf("helm get manifest after the hand-back: %v, want the chart's manifest whole\n%s", err, out)
 	}
 }
 
