@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +127,7 @@ func setup(cp *localcp.ControlPlane, dir string) error {
 // startManager runs every fieldops controller, watching ns, its writes
 // counted.
 func startManager(cfg *rest.Config) (func(), error) {
+	ctrl.SetLogger(logr.Discard())
 	cfg = rest.CopyConfig(cfg)
 	writes.Wrap(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
@@ -271,7 +273,7 @@ func watchReplicas(t *testing.T) func() int64 {
 // each changing other values, exit 0, apply their changes, leave
 // replicas at 5 throughout and cause no write of fieldops. After the
 // patch is deleted (HandBack) the next upgrade applies the chart's
-// values.
+// values; a Restore patch gives them back at its deletion.
 func TestHelmUpgradesYieldToFieldPatch(t *testing.T) {
 	ctx := context.Background()
 	if out, err := helm("plugin", "list"); err != nil || !strings.Contains(out, "fieldops-postrender") {
@@ -333,6 +335,33 @@ spec:
 	}
 	if out, err := helm("get", "manifest", "web", "-n", ns); err != nil || !strings.Contains(out, "replicas: 1") || !strings.Contains(out, "memory: 128Mi") {
 		t.Errorf("helm get manifest after the hand-back: %v, want the chart's manifest whole\n%s", err, out)
+	}
+	testRestore(t, chartDir)
+}
+
+// With deletionPolicy Restore, the chart's values are back at the
+// patch's deletion: Helm, behind the post-renderer, wrote none of the
+// patch's fields meanwhile. The next upgrade passes through.
+func testRestore(t *testing.T, chartDir string) {
+	fp := createReady(t, `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: restore, namespace: helm-sdk}
+spec:
+  target: {apiVersion: apps/v1, kind: Deployment, name: web}
+  deletionPolicy: Restore
+  patch: {spec: {replicas: 5, template: {spec: {containers: [{name: app, resources: {limits: {memory: 256Mi}}}]}}}}
+`)
+	release(t, "upgrade", chartDir, "tag=1.29", "note=v3", "extraEnv={B}")
+	if got, want := state(t), "replicas 5, image nginx:1.29, memory 256Mi, note v3, 2 env"; got != want {
+		t.Fatalf("upgrade beside a Restore patch: %s, want %s", got, want)
+	}
+	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v3, 2 env"; got != want {
+		t.Errorf("at the Restore patch's deletion: %s, want %s", got, want)
+	}
+	release(t, "upgrade", chartDir, "tag=1.29", "note=v4", "extraEnv={B}")
+	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v4, 2 env"; got != want {
+		t.Errorf("upgrade after the Restore: %s, want %s", got, want)
 	}
 }
 
