@@ -141,6 +141,11 @@ MODEL_PKG := ./ownershipcore/modelfuzz/
 test: control-plane $(PROMTOOL) ## Run every test (unit and against the local control plane).
 	GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) $(MODEL_PKG)
 	PROMTOOL=$(PROMTOOL) GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/ownershipcore/modelfuzz$$')
+	$(MAKE) test-helm
+
+.PHONY: test-helm
+test-helm: control-plane ## Run helm upgrades with the post-renderer plugin under the pinned Helm 4 CLI (test/helm, its own module).
+	cd test/helm && GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test -count=1 -trimpath ./...
 
 .PHONY: test-alerts
 test-alerts: control-plane $(PROMTOOL) ## Run promtool's rule unit tests of the alerts (config/prometheus/alerts_test.yaml).
