@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // Yielded is the part of an intent YieldFields left to one field
@@ -135,4 +136,35 @@ func yieldedTo(owners ManagedFields, remove *fieldpath.Set, manager string, yiel
 		out = append(out, Yielded{Manager: e.Manager, Fields: in})
 	}
 	return out
+}
+
+// WithLiveValues returns a copy of desired in which every field of
+// yielded has its value on live, instead of being left out as
+// YieldFields leaves it. It is for a client-side three-way merge, such as
+// Helm 3's upgrade (helm.sh/helm/v3 pkg/kube createPatch: previous
+// manifest, new manifest, live object), which leaves a field alone when
+// the new manifest has its live value, but deletes a field the previous
+// manifest had and the new one lacks.
+func (a *Applier) WithLiveValues(live, desired *unstructured.Unstructured, yielded []Yielded) (*unstructured.Unstructured, error) {
+	set := fieldpath.NewSet()
+	for _, y := range yielded {
+		set = set.Union(y.Fields)
+	}
+	lt, err := a.Schema.ToTyped(live)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := a.Schema.ToTyped(desired)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := dt.Merge(lt.ExtractItems(set, typed.WithAppendKeyFields()))
+	if err != nil {
+		return nil, fmt.Errorf("live values of %s: %w", describe(live), err)
+	}
+	m, ok := merged.AsValue().Unstructured().(map[string]interface{})
+	if !ok {
+		return nil, fmt.Errorf("live values of %s: not an object", describe(live))
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }

@@ -31,6 +31,9 @@ type postrenderer struct {
 	namespace string
 	manager   string
 	yieldTo   map[string]bool
+	// keepLiveValues gives the yielded fields their live values instead
+	// of leaving them out (--keep-live-values, for Helm 3).
+	keepLiveValues bool
 }
 
 // splitDocuments splits a YAML stream before each document marker line
@@ -113,7 +116,8 @@ func decodeObject(body []byte) *unstructured.Unstructured {
 // document returns doc as Helm should apply it, and the note for
 // standard error: doc itself when its object is not on the cluster or
 // nothing of it is left to another manager; else the object without the
-// yielded fields, after doc's marker line and leading comments.
+// yielded fields (or with their live values), after doc's marker line
+// and leading comments.
 func (r *postrenderer) document(ctx context.Context, doc []byte) ([]byte, string, error) {
 	marker, body := splitMarker(doc)
 	obj := decodeObject(body)
@@ -130,6 +134,11 @@ func (r *postrenderer) document(ctx context.Context, doc []byte) ([]byte, string
 	}
 	if len(yielded) == 0 {
 		return doc, "", nil
+	}
+	if r.keepLiveValues {
+		if out, err = r.applier.WithLiveValues(live, obj, yielded); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", ref, err)
+		}
 	}
 	b, err := yaml.Marshal(out.Object)
 	if err != nil {

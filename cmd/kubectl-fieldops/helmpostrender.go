@@ -35,6 +35,7 @@ type postrenderOptions struct {
 	getenv       func(string) string
 	fieldManager string
 	yieldTo      []string
+	keepLive     bool
 }
 
 func newHelmPostrenderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -60,11 +61,13 @@ per object, the fields left out and the manager each was left to.
 The cluster is the one Helm passes to its plugins (KUBECONFIG,
 HELM_KUBECONTEXT, HELM_NAMESPACE, ...), unless kubectl's flags say
 otherwise. See docs/gitops.md#helm.`,
-		Example: `  # Helm 4, with the plugin installed (plugins/helm/fieldops-postrender)
-  helm upgrade web ./chart --post-renderer fieldops-postrender
+		Example: `  # Helm 4, with the plugin installed (deploy/helm-plugin/fieldops-postrender);
+  # Helm 4 does not pass -n to a post-renderer plugin
+  helm upgrade web ./chart -n web --post-renderer fieldops-postrender --post-renderer-args=--namespace=web
 
   # Helm 3 (3.10 and later)
-  helm upgrade web ./chart --post-renderer kubectl-fieldops --post-renderer-args helm-postrender
+  helm upgrade web ./chart -n web --post-renderer kubectl-fieldops --post-renderer-args helm-postrender \
+    --post-renderer-args --namespace=web --post-renderer-args --keep-live-values
 
   # By hand: what would Helm apply
   helm template web ./chart | kubectl fieldops helm-postrender -n web --yield-to cluster-autoscaler`,
@@ -73,6 +76,7 @@ otherwise. See docs/gitops.md#helm.`,
 	}
 	cmd.Flags().StringVar(&o.fieldManager, "field-manager", helmFieldManager, "the field manager the release is applied with: its fields held with the manifest's value are kept")
 	cmd.Flags().StringArrayVar(&o.yieldTo, "yield-to", nil, "also leave out the fields this field manager owns (repeatable), e.g. an autoscaler's")
+	cmd.Flags().BoolVar(&o.keepLive, "keep-live-values", false, "give the yielded fields their live values instead of leaving them out: for Helm 3, whose three-way merge deletes a field the previous release had and the new manifest lacks")
 	return cmd
 }
 
@@ -166,7 +170,7 @@ func (o *postrenderOptions) renderer() (*postrenderer, error) {
 	for _, m := range o.yieldTo {
 		yield[m] = true
 	}
-	return &postrenderer{client: c, mapper: mapper, applier: applier, namespace: ns, manager: o.fieldManager, yieldTo: yield}, nil
+	return &postrenderer{client: c, mapper: mapper, applier: applier, namespace: ns, manager: o.fieldManager, yieldTo: yield, keepLiveValues: o.keepLive}, nil
 }
 
 // yieldsTo reports whether the post-renderer leaves manager's fields to

@@ -242,6 +242,8 @@ spec:
 		}
 	}
 
+	testHelmKeepLiveValues(t, in, wantNote)
+
 	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
 	out, stderr, err := postrender(t, in)
 	if err != nil || out != in || stderr != "" {
@@ -252,6 +254,32 @@ spec:
 	}
 	if got, want := webState(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v3, 2 env"; got != want {
 		t.Errorf("after the hand-back and an upgrade: %s, want %s", got, want)
+	}
+}
+
+// With --keep-live-values (for Helm 3's three-way merge), the yielded
+// fields keep their live values instead of being left out.
+func testHelmKeepLiveValues(t *testing.T, in, wantNote string) {
+	t.Helper()
+	out, stderr, err := postrender(t, in, "--keep-live-values")
+	if err != nil || stderr != wantNote {
+		t.Fatalf("--keep-live-values: %v, standard error\n%s\nwant\n%s", err, stderr, wantNote)
+	}
+	_, body := splitMarker([]byte(in))
+	want := decodeObject(body)
+	if err := unstructured.SetNestedField(want.Object, int64(5), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(want.Object, "spec", "template", "spec", "containers")
+	if err := unstructured.SetNestedField(containers[0].(map[string]interface{}), "256Mi", "resources", "limits", "memory"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(want.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	_, body = splitMarker([]byte(out))
+	if got := decodeObject(body); got == nil || !reflect.DeepEqual(got.Object, want.Object) {
+		t.Errorf("--keep-live-values: post-rendered\n%s\nwant the manifest with replicas 5 and the memory limit 256Mi", out)
 	}
 }
 
