@@ -36,15 +36,20 @@ import (
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
-// ns is the release's namespace, the only one the manager watches.
-const ns = "helm-sdk"
+// ns is the Helm 4 release's namespace, ns3 the Helm 3 release's: the
+// namespaces the manager watches.
+const (
+	ns  = "helm-sdk"
+	ns3 = "helm3-sdk"
+)
 
 var (
-	k8s     client.WithWatch
-	writes  = &testkit.WriteCounter{}
-	binDir  string
-	helmEnv []string
-	root    string
+	k8s        client.WithWatch
+	writes     = &testkit.WriteCounter{}
+	binDir     string
+	helmEnv    []string
+	root       string
+	kubeconfig string
 )
 
 // TestMain starts the local control plane and a manager of every
@@ -109,7 +114,7 @@ func setup(cp *localcp.ControlPlane, dir string) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return err
 	}
@@ -131,7 +136,7 @@ func startManager(cfg *rest.Config) (func(), error) {
 	cfg = rest.CopyConfig(cfg)
 	writes.Wrap(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}})
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}}}})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +215,7 @@ func release(t *testing.T, verb, chartDir string, values ...string) {
 	}
 }
 
-func liveWeb(t *testing.T) *unstructured.Unstructured {
+func liveWeb(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
 	live := &unstructured.Unstructured{}
 	live.SetAPIVersion("apps/v1")
@@ -221,10 +226,10 @@ func liveWeb(t *testing.T) *unstructured.Unstructured {
 	return live
 }
 
-// state is what the test checks of the live Deployment.
-func state(t *testing.T) string {
+// state is what the test checks of the live Deployment of ns.
+func state(t *testing.T, ns string) string {
 	t.Helper()
-	live := liveWeb(t)
+	live := liveWeb(t, ns)
 	replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
 	note, _, _ := unstructured.NestedString(live.Object, "metadata", "annotations", "note")
 	containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
@@ -236,7 +241,7 @@ func state(t *testing.T) string {
 
 // watchReplicas records the lowest spec.replicas the Deployment has
 // from now until the returned function is called, which returns it.
-func watchReplicas(t *testing.T) func() int64 {
+func watchReplicas(t *testing.T, ns string) func() int64 {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("apps/v1")
@@ -285,7 +290,7 @@ func TestHelmUpgradesYieldToFieldPatch(t *testing.T) {
 	chartDir := writeChart(t)
 	// A first install passes through.
 	release(t, "install", chartDir)
-	if got, want := state(t), "replicas 1, image nginx:1.27, memory 128Mi, note v1, 1 env"; got != want {
+	if got, want := state(t, ns), "replicas 1, image nginx:1.27, memory 128Mi, note v1, 1 env"; got != want {
 		t.Fatalf("installed: %s, want %s", got, want)
 	}
 	fp := createReady(t, `apiVersion: fieldops.dev/v1alpha1
@@ -300,7 +305,7 @@ spec:
 	if out, err := helm("upgrade", "web", chartDir, "-n", ns, "--set", "tag=1.28"); err == nil || !strings.Contains(out, "conflict") || !strings.Contains(out, "fieldops-fieldpatch/helm-sdk/pin") {
 		t.Fatalf("helm upgrade without the post-renderer: %v, want a conflict with the patch\n%s", err, out)
 	}
-	lowest := watchReplicas(t)
+	lowest := watchReplicas(t, ns)
 	for i, step := range []struct {
 		values []string
 		want   string
@@ -312,7 +317,7 @@ spec:
 		before := writes.Writes("/deployments/web")
 		release(t, "upgrade", chartDir, step.values...)
 		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got := state(t); got != step.want {
+			if got := state(t, ns); got != step.want {
 				t.Fatalf("upgrade %d: %s, want %s", i, got, step.want)
 			}
 		}
@@ -330,7 +335,7 @@ spec:
 
 	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
 	release(t, "upgrade", chartDir, "tag=1.29", "note=v2", "extraEnv={B}")
-	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v2, 2 env"; got != want {
+	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v2, 2 env"; got != want {
 		t.Errorf("after the hand-back and an upgrade: %s, want %s", got, want)
 	}
 	if out, err := helm("get", "manifest", "web", "-n", ns); err != nil || !strings.Contains(out, "replicas: 1") || !strings.Contains(out, "memory: 128Mi") {
@@ -352,15 +357,15 @@ spec:
   patch: {spec: {replicas: 5, template: {spec: {containers: [{name: app, resources: {limits: {memory: 256Mi}}}]}}}}
 `)
 	release(t, "upgrade", chartDir, "tag=1.29", "note=v3", "extraEnv={B}")
-	if got, want := state(t), "replicas 5, image nginx:1.29, memory 256Mi, note v3, 2 env"; got != want {
+	if got, want := state(t, ns), "replicas 5, image nginx:1.29, memory 256Mi, note v3, 2 env"; got != want {
 		t.Fatalf("upgrade beside a Restore patch: %s, want %s", got, want)
 	}
 	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
-	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v3, 2 env"; got != want {
+	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v3, 2 env"; got != want {
 		t.Errorf("at the Restore patch's deletion: %s, want %s", got, want)
 	}
 	release(t, "upgrade", chartDir, "tag=1.29", "note=v4", "extraEnv={B}")
-	if got, want := state(t), "replicas 1, image nginx:1.29, memory 128Mi, note v4, 2 env"; got != want {
+	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v4, 2 env"; got != want {
 		t.Errorf("upgrade after the Restore: %s, want %s", got, want)
 	}
 }
