@@ -256,14 +256,17 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 	done
 	cd $(DIST) && sha256sum kubectl-fieldops_*.tar.gz > SHA256SUMS
 
+# The archive is named <plugin>-<version>.tgz, as helm plugin package
+# names it: Helm 4's installer looks for the plugin's directory under the
+# archive's name stripped of its version (internal/plugin/installer).
 .PHONY: helm-plugin-dist
-helm-plugin-dist: ## Pack the Helm 4 post-renderer plugin into dist/ (fieldops-postrender_vVERSION.tar.gz, its version set to VERSION).
+helm-plugin-dist: ## Pack the Helm 4 post-renderer plugin into dist/ (fieldops-postrender-VERSION.tgz, its version set to VERSION).
 	mkdir -p $(DIST)/helm-plugin/fieldops-postrender
 	sed 's/^version: .*/version: $(VERSION)/' deploy/helm-plugin/fieldops-postrender/plugin.yaml > $(DIST)/helm-plugin/fieldops-postrender/plugin.yaml
 	cp LICENSE $(DIST)/helm-plugin/fieldops-postrender/
-	tar -czf $(DIST)/fieldops-postrender_v$(VERSION).tar.gz -C $(DIST)/helm-plugin fieldops-postrender
+	tar -czf $(DIST)/fieldops-postrender-$(VERSION).tgz -C $(DIST)/helm-plugin fieldops-postrender
 	rm -rf $(DIST)/helm-plugin
-	cd $(DIST) && sha256sum fieldops-postrender_v$(VERSION).tar.gz >> SHA256SUMS
+	cd $(DIST) && sha256sum fieldops-postrender-$(VERSION).tgz >> SHA256SUMS
 
 ##@ Release
 
@@ -273,7 +276,7 @@ helm-plugin-dist: ## Pack the Helm 4 post-renderer plugin into dist/ (fieldops-p
 #   bundle/                  the OLM bundle at VERSION (and its bundle.Dockerfile)
 #   fieldops-X.Y.Z.tgz       the Helm chart (linted), version X.Y.Z, appVersion vX.Y.Z
 #   kubectl-fieldops_vX.Y.Z_OS_ARCH.tar.gz, SHA256SUMS, .krew.yaml
-#   fieldops-postrender_vX.Y.Z.tar.gz  the Helm 4 post-renderer plugin
+#   fieldops-postrender-X.Y.Z.tgz  the Helm 4 post-renderer plugin
 #   plugins/linux_ARCH/      the example plugins, static, with plugins.yaml
 #                            (their SHA-256s, for config/plugins) and SHA256SUMS
 #   images/manager/          OCI image layouts (linux/amd64 and linux/arm64),

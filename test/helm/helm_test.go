@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,10 +150,36 @@ func startManager(cfg *rest.Config) (func(), error) {
 
 // helm runs the helm binary with args in the test's Helm home.
 func helm(args ...string) (string, error) {
+	return helmWith(nil, args...)
+}
+
+// helmWith runs helm with env added to the test's Helm environment.
+func helmWith(env []string, args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(binDir, "helm"), args...)
-	cmd.Env = helmEnv
+	cmd.Env = append(slices.Clone(helmEnv), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// The release's plugin archive (make helm-plugin-dist) installs with
+// helm plugin install, at the release's version. It is not signed:
+// Helm 4 verifies archives unless told --verify=false.
+func TestPluginArchive(t *testing.T) {
+	dist := t.TempDir()
+	make := exec.Command("make", "helm-plugin-dist", "VERSION=0.9.1", "DIST="+dist)
+	make.Dir = root
+	if out, err := make.CombinedOutput(); err != nil {
+		t.Fatalf("make helm-plugin-dist: %v\n%s", err, out)
+	}
+	env := []string{"HELM_DATA_HOME=" + t.TempDir()}
+	archive := filepath.Join(dist, "fieldops-postrender-0.9.1.tgz")
+	if out, err := helmWith(env, "plugin", "install", archive, "--verify=false"); err != nil {
+		t.Fatalf("helm plugin install %s: %v\n%s", archive, err, out)
+	}
+	out, err := helmWith(env, "plugin", "list")
+	if err != nil || !regexp.MustCompile(`fieldops-postrender\s+0\.9\.1\s+postrenderer/v1`).MatchString(out) {
+		t.Errorf("helm plugin list: %v\n%s", err, out)
+	}
 }
 
 // chart is the chart of the tests: a Deployment with replicas 1 and
