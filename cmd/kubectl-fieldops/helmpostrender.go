@@ -58,9 +58,12 @@ than not found) fails the command, and nothing is written to standard
 output: Helm then stops before applying anything. Standard error names,
 per object, the fields left out and the manager each was left to.
 
-The cluster is the one Helm passes to its plugins (KUBECONFIG,
-HELM_KUBECONTEXT, HELM_NAMESPACE, ...), unless kubectl's flags say
-otherwise. See docs/gitops.md#helm.`,
+The cluster is the one kubectl's flags select, else the one Helm's
+variables name (KUBECONFIG, HELM_KUBECONTEXT, HELM_NAMESPACE, ...).
+Helm 4 runs a post-renderer plugin in its own environment, without its
+-n: give the release's namespace as --post-renderer-args=--namespace=NS.
+Helm 3's three-way merge needs --keep-live-values. See
+docs/gitops.md#helm.`,
 		Example: `  # Helm 4, with the plugin installed (deploy/helm-plugin/fieldops-postrender);
   # Helm 4 does not pass -n to a post-renderer plugin
   helm upgrade web ./chart -n web --post-renderer fieldops-postrender --post-renderer-args=--namespace=web
@@ -108,9 +111,11 @@ func (o *postrenderOptions) run(ctx context.Context) error {
 	return err
 }
 
-// helmEnv maps the environment Helm gives its plugins (helm env; Helm's
-// pkg/cli EnvSettings.EnvVars) to kubectl's flags. KUBECONFIG needs no
-// mapping: the kubeconfig loader reads it.
+// helmEnv maps Helm's variables (helm env; pkg/cli EnvSettings.EnvVars,
+// which Helm gives its CLI plugins) to kubectl's flags. Helm 4.3 runs a
+// post-renderer plugin with Helm's own environment only (pkg/postrenderer
+// passes no settings), so these hold what the user set, not Helm's
+// flags. KUBECONFIG needs no mapping: the kubeconfig loader reads it.
 var helmEnv = []struct {
 	env  string
 	flag func(*genericclioptions.ConfigFlags) *string
