@@ -22,9 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -72,8 +74,10 @@ func TestHelmPostrender(t *testing.T) {
 	cfg := rest.CopyConfig(restConfig)
 	writes := &testkit.WriteCounter{}
 	writes.Wrap(cfg)
+	// TestPlan starts a manager of the same controllers in this process:
+	// their names are registered once per process.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{DefaultNamespaces: namespaces}})
+		Cache: cache.Options{DefaultNamespaces: namespaces}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
 	}
