@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,7 +78,9 @@ func run(m *testing.M) int {
 	if err := build(dir); err != nil {
 		return fail(err)
 	}
-	cp, err := localcp.Start(localcp.Options{})
+	// A small cluster: kube-controller-manager's Deployment controller
+	// makes the ReplicaSets the test counts.
+	cp, err := localcp.Start(localcp.Options{Cluster: &localcp.ClusterOptions{}})
 	if err != nil {
 		return fail(err)
 	}
@@ -267,6 +271,36 @@ func state(t *testing.T, ns string) string {
 	return fmt.Sprintf("replicas %d, image %s, memory %s, note %s, %d env", replicas, c["image"], memory, note, len(env))
 }
 
+// waitReplicaSets waits until ns has n ReplicaSets, and a little longer
+// to see no more come, and returns their pod templates' memory limits,
+// oldest first.
+func waitReplicaSets(t *testing.T, ns string, n int) []string {
+	t.Helper()
+	var memory []string
+	list := func() (bool, string) {
+		rs := &appsv1.ReplicaSetList{}
+		if err := k8s.List(context.Background(), rs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		revision := func(r appsv1.ReplicaSet) int {
+			n, _ := strconv.Atoi(r.Annotations["deployment.kubernetes.io/revision"])
+			return n
+		}
+		slices.SortFunc(rs.Items, func(a, b appsv1.ReplicaSet) int { return revision(a) - revision(b) })
+		memory = memory[:0]
+		for _, r := range rs.Items {
+			memory = append(memory, r.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String())
+		}
+		return len(memory) == n, fmt.Sprintf("%d ReplicaSets %v, want %d", len(memory), memory, n)
+	}
+	testkit.Eventually(t, fmt.Sprintf("%d ReplicaSets", n), list)
+	time.Sleep(2 * time.Second)
+	if ok, msg := list(); !ok {
+		t.Fatal(msg)
+	}
+	return memory
+}
+
 // watchReplicas records the lowest spec.replicas the Deployment has
 // from now until the returned function is called, which returns it.
 func watchReplicas(t *testing.T, ns string) func() int64 {
@@ -334,13 +368,19 @@ spec:
 		t.Fatalf("helm upgrade without the post-renderer: %v, want a conflict with the patch\n%s", err, out)
 	}
 	lowest := watchReplicas(t, ns)
+	// The patch's own rollout: the ReplicaSet of its memory limit.
+	waitReplicaSets(t, ns, 2)
+	rollouts := 2
 	for i, step := range []struct {
 		values []string
 		want   string
+		// rollouts is how many ReplicaSets the chart's change makes: one
+		// per change of the pod template, none for the patch's fields.
+		rollouts int
 	}{
-		{[]string{"tag=1.28"}, "replicas 5, image nginx:1.28, memory 256Mi, note v1, 1 env"},
-		{[]string{"tag=1.28", "note=v2"}, "replicas 5, image nginx:1.28, memory 256Mi, note v2, 1 env"},
-		{[]string{"tag=1.28", "note=v2", "extraEnv={B}"}, "replicas 5, image nginx:1.28, memory 256Mi, note v2, 2 env"},
+		{[]string{"tag=1.28"}, "replicas 5, image nginx:1.28, memory 256Mi, note v1, 1 env", 1},
+		{[]string{"tag=1.28", "note=v2"}, "replicas 5, image nginx:1.28, memory 256Mi, note v2, 1 env", 0},
+		{[]string{"tag=1.28", "note=v2", "extraEnv={B}"}, "replicas 5, image nginx:1.28, memory 256Mi, note v2, 2 env", 1},
 	} {
 		before := writes.Writes("/deployments/web")
 		release(t, "upgrade", chartDir, step.values...)
@@ -351,6 +391,12 @@ spec:
 		}
 		if n := writes.Writes("/deployments/web") - before; n != 0 {
 			t.Errorf("upgrade %d: fieldops wrote the Deployment %d times", i, n)
+		}
+		rollouts += step.rollouts
+		for _, memory := range waitReplicaSets(t, ns, rollouts)[2:] {
+			if memory != "256Mi" {
+				t.Errorf("upgrade %d: a ReplicaSet of the memory limit %q", i, memory)
+			}
 		}
 	}
 	if l := lowest(); l != 5 {
