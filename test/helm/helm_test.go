@@ -54,6 +54,7 @@ var (
 	helmEnv    []string
 	root       string
 	kubeconfig string
+	cluster    *localcp.ControlPlane
 )
 
 // TestMain starts the local control plane and a manager of every
@@ -112,6 +113,7 @@ func build(dir string) error {
 // setup writes a kubeconfig, a client, the environment of helm, and
 // installs the plugin.
 func setup(cp *localcp.ControlPlane, dir string) error {
+	cluster = cp
 	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "helm-test", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
