@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,7 @@ type postrenderOptions struct {
 	fieldManager string
 	yieldTo      []string
 	keepLive     bool
+	logFile      string
 }
 
 func newHelmPostrenderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -56,7 +58,9 @@ are written byte for byte as read. Each object is read with one GET;
 nothing is written to the cluster. An object that cannot be read (other
 than not found) fails the command, and nothing is written to standard
 output: Helm then stops before applying anything. Standard error names,
-per object, the fields left out and the manager each was left to.
+per object, the fields left out and the manager each was left to (paths,
+never values); --log-file appends the same to a file, as Helm 4 does not
+show a post-renderer plugin's standard error.
 
 The cluster is the one kubectl's flags select, else the one Helm's
 variables name (KUBECONFIG, HELM_KUBECONTEXT, HELM_NAMESPACE, ...).
@@ -80,35 +84,68 @@ docs/gitops.md#helm.`,
 	cmd.Flags().StringVar(&o.fieldManager, "field-manager", helmFieldManager, "the field manager the release is applied with: its fields held with the manifest's value are kept")
 	cmd.Flags().StringArrayVar(&o.yieldTo, "yield-to", nil, "also leave out the fields this field manager owns (repeatable), e.g. an autoscaler's")
 	cmd.Flags().BoolVar(&o.keepLive, "keep-live-values", false, "give the yielded fields their live values instead of leaving them out: for Helm 3, whose three-way merge deletes a field the previous release had and the new manifest lacks")
+	cmd.Flags().StringVar(&o.logFile, "log-file", "", "also append what standard error says (the fields left out, a failure) to this file: Helm 4 does not show a post-renderer plugin's standard error")
 	return cmd
 }
 
 // run reads every document, decides each, and writes the result only
 // when every object was read.
 func (o *postrenderOptions) run(ctx context.Context) error {
+	out, notes, err := o.render(ctx)
+	if lerr := o.log(notes, err); lerr != nil {
+		fmt.Fprintf(o.streams.ErrOut, "Warning: --log-file: %v\n", lerr)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(o.streams.ErrOut, notes); err != nil {
+		return err
+	}
+	_, err = o.streams.Out.Write(out)
+	return err
+}
+
+// render returns the manifests of standard input as Helm should apply
+// them, and the notes for standard error.
+func (o *postrenderOptions) render(ctx context.Context) ([]byte, string, error) {
 	in, err := io.ReadAll(o.streams.In)
 	if err != nil {
-		return fmt.Errorf("read the manifests: %w", err)
+		return nil, "", fmt.Errorf("read the manifests: %w", err)
 	}
 	o.useHelmEnv()
 	r, err := o.renderer()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	var out, notes bytes.Buffer
+	var out bytes.Buffer
+	var notes strings.Builder
 	for _, doc := range splitDocuments(in) {
 		b, note, err := r.document(ctx, doc)
 		if err != nil {
-			return err
+			return nil, notes.String(), err
 		}
 		out.Write(b)
 		notes.WriteString(note)
 	}
-	if _, err := o.streams.ErrOut.Write(notes.Bytes()); err != nil {
+	return out.Bytes(), notes.String(), nil
+}
+
+// log appends the notes, and the error if any, to --log-file: Helm 4
+// keeps a post-renderer plugin's standard error to itself (helm v4.3
+// internal/plugin runtime_subprocess.go, runPostrenderer).
+func (o *postrenderOptions) log(notes string, failure error) error {
+	if o.logFile == "" {
+		return nil
+	}
+	f, err := os.OpenFile(o.logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
 		return err
 	}
-	_, err = o.streams.Out.Write(out.Bytes())
-	return err
+	if failure != nil {
+		notes += "Error: " + failure.Error() + "\n"
+	}
+	_, err = io.WriteString(f, notes)
+	return errors.Join(err, f.Close())
 }
 
 // helmEnv maps Helm's variables (helm env; pkg/cli EnvSettings.EnvVars,

@@ -400,8 +400,12 @@ func testHelmUnreadable(t *testing.T) {
 		}
 	}
 	in := passThrough + renderedWeb("nginx:1.27", "v1", "")
-	out, _, err := pluginIn(t, in, "helm-postrender", "--kubeconfig", path, "-n", "helm-pr-new")
+	logFile := filepath.Join(t.TempDir(), "postrender.log")
+	out, _, err := pluginIn(t, in, "helm-postrender", "--kubeconfig", path, "-n", "helm-pr-new", "--log-file", logFile)
 	if err == nil || out != "" || !strings.Contains(err.Error(), "Deployment helm-pr-new/web") || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("unreadable Deployment: error %v, post-rendered %q; want an error naming Deployment helm-pr-new/web, forbidden, and nothing written", err, out)
+	}
+	if b, _ := os.ReadFile(logFile); err == nil || string(b) != "Error: "+err.Error()+"\n" {
+		t.Errorf("--log-file holds %q, want the error", b)
 	}
 }
