@@ -51,9 +51,13 @@ func TestHelmYieldToAndUnreadable(t *testing.T) {
 		t.Errorf("yielding to the autoscaler: %s, want %s", got, want)
 	}
 
-	out, err := upgrade("--set", "tag=1.29", "--post-renderer-args=--yield-to=autoscaler", "--post-renderer-args=--kubeconfig="+nobody(t))
+	logFile := filepath.Join(t.TempDir(), "postrender.log")
+	out, err := upgrade("--set", "tag=1.29", "--post-renderer-args=--yield-to=autoscaler", "--post-renderer-args=--kubeconfig="+nobody(t), "--post-renderer-args=--log-file="+logFile)
 	if err == nil || !strings.Contains(out, "fieldops-postrender") {
 		t.Errorf("helm upgrade with a post-renderer that may not read: %v, want the plugin's failure\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "Deployment helm-yield/web") || !strings.Contains(string(b), "forbidden") {
+		t.Errorf("--log-file holds %q, want the object and the error", b)
 	}
 	if got, want := state(t, ns), "replicas 3, image nginx:1.28, memory 128Mi, note v1, 1 env"; got != want {
 		t.Errorf("the Deployment changed although the post-renderer failed: %s, want %s", got, want)
