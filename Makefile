@@ -141,6 +141,11 @@ MODEL_PKG := ./ownershipcore/modelfuzz/
 test: control-plane $(PROMTOOL) ## Run every test (unit and against the local control plane).
 	GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) $(MODEL_PKG)
 	PROMTOOL=$(PROMTOOL) GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/ownershipcore/modelfuzz$$')
+	$(MAKE) test-helm
+
+.PHONY: test-helm
+test-helm: control-plane ## Run helm upgrades with the post-renderer plugin under the pinned Helm 4 CLI (test/helm, its own module).
+	cd test/helm && GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test -count=1 -trimpath ./...
 
 .PHONY: test-alerts
 test-alerts: control-plane $(PROMTOOL) ## Run promtool's rule unit tests of the alerts (config/prometheus/alerts_test.yaml).
@@ -251,6 +256,18 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 	done
 	cd $(DIST) && sha256sum kubectl-fieldops_*.tar.gz > SHA256SUMS
 
+# The archive is named <plugin>-<version>.tgz, as helm plugin package
+# names it: Helm 4's installer looks for the plugin's directory under the
+# archive's name stripped of its version (internal/plugin/installer).
+.PHONY: helm-plugin-dist
+helm-plugin-dist: ## Pack the Helm 4 post-renderer plugin into dist/ (fieldops-postrender-VERSION.tgz, its version set to VERSION).
+	mkdir -p $(DIST)/helm-plugin/fieldops-postrender
+	sed 's/^version: .*/version: $(VERSION)/' deploy/helm-plugin/fieldops-postrender/plugin.yaml > $(DIST)/helm-plugin/fieldops-postrender/plugin.yaml
+	cp LICENSE $(DIST)/helm-plugin/fieldops-postrender/
+	tar -czf $(DIST)/fieldops-postrender-$(VERSION).tgz -C $(DIST)/helm-plugin fieldops-postrender
+	rm -rf $(DIST)/helm-plugin
+	cd $(DIST) && sha256sum fieldops-postrender-$(VERSION).tgz >> SHA256SUMS
+
 ##@ Release
 
 # make release VERSION=vX.Y.Z writes dist/, offline once the modules are
@@ -259,6 +276,7 @@ kubectl-fieldops-dist: ## Build the kubectl plugin's release archives into dist/
 #   bundle/                  the OLM bundle at VERSION (and its bundle.Dockerfile)
 #   fieldops-X.Y.Z.tgz       the Helm chart (linted), version X.Y.Z, appVersion vX.Y.Z
 #   kubectl-fieldops_vX.Y.Z_OS_ARCH.tar.gz, SHA256SUMS, .krew.yaml
+#   fieldops-postrender-X.Y.Z.tgz  the Helm 4 post-renderer plugin
 #   plugins/linux_ARCH/      the example plugins, static, with plugins.yaml
 #                            (their SHA-256s, for config/plugins) and SHA256SUMS
 #   images/manager/          OCI image layouts (linux/amd64 and linux/arm64),
@@ -288,6 +306,7 @@ release: release-version ## Build a release into dist/: make release VERSION=vX.
 	go run ./hack/bundle --version $(VERSION) --image $(IMG) --out $(DIST)/bundle
 	go run ./hack/chart --version $(VERSION) --package $(DIST)
 	$(MAKE) kubectl-fieldops-dist VERSION=$(VERSION) DIST=$(DIST)
+	$(MAKE) helm-plugin-dist VERSION=$(VERSION) DIST=$(DIST)
 	go run ./hack/krew --tag v$(VERSION) --dist $(DIST) > $(DIST)/.krew.yaml
 	rm -rf plugins/install-plugins/kodata && mkdir -p plugins/install-plugins/kodata
 	for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$(DIST)/plugins/$${os}_$${arch}; \

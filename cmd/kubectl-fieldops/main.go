@@ -12,6 +12,7 @@ Licensed under the Apache License, Version 2.0.
 //	kubectl fieldops status [-n NS | -A] [-l SELECTOR] [-o wide|FORMAT] [--color auto|always|never]
 //	kubectl fieldops plan -f FILE [-o FORMAT]
 //	kubectl fieldops check-crd -f NEW-CRD.yaml [-o FORMAT]
+//	kubectl fieldops helm-postrender [-n NS] [--yield-to MANAGER]... [--field-manager NAME] < MANIFESTS
 //	kubectl fieldops version [-o json|yaml]
 //
 // FORMAT is json or yaml (the command's documents) or one of kubectl's
@@ -27,7 +28,10 @@ Licensed under the Apache License, Version 2.0.
 // and map types would break in the stored objects (internal/crdcheck);
 // plan shows what a FieldPatch or ManagedWorkload would do, with the
 // controllers' own intent code and a server-side dry run (other objects
-// of its files are skipped); version prints the plugin's release.
+// of its files are skipped); helm-postrender is a Helm post-renderer
+// that leaves out of a release's manifests the fields FieldPatches hold
+// on the live objects (docs/gitops.md#helm); version prints the plugin's
+// release.
 // Kubeconfig flags are kubectl's (k8s.io/cli-runtime).
 //
 // Linked or copied as kubectl_complete-fieldops on PATH, the binary

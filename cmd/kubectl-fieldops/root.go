@@ -39,7 +39,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	registerRootCompletions(root, flags)
-	root.AddCommand(newOwnersCommand(flags, streams, now), newStatusCommand(flags, streams), newCheckCRDCommand(flags, streams), newPlanCommand(flags, streams), newVersionCommand(streams))
+	root.AddCommand(newOwnersCommand(flags, streams, now), newStatusCommand(flags, streams), newCheckCRDCommand(flags, streams), newPlanCommand(flags, streams), newHelmPostrenderCommand(flags, streams), newVersionCommand(streams))
 	return root
 }
 
