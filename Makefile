@@ -151,7 +151,7 @@ test-helm: control-plane ## Run helm upgrades with the post-renderer plugin unde
 test-alerts: control-plane $(PROMTOOL) ## Run promtool's rule unit tests of the alerts (config/prometheus/alerts_test.yaml).
 	PROMTOOL=$(PROMTOOL) CGO_ENABLED=0 go test -count=1 -trimpath -run '^TestAlertRules$$' ./test/deploy/
 
-# The randomized ownership test (test/invariants): `make test` runs 100
+# The randomized ownership test (test/invariants): `make test` runs 200
 # sequences from seed 1; `make fuzz` runs N from SEED (default: the time,
 # printed), WORKERS at once. Sequence i has seed SEED+i: N=1 replays one.
 # `make test` also runs 40 sequences with faults (a quarter of fieldops'

@@ -125,7 +125,7 @@ Licensed under the Apache License, Version 2.0.
 //
 // # Running
 //
-// `make test` runs 100 sequences from seed 1. `make fuzz SEED=... N=...`
+// `make test` runs 200 sequences from seed 1 (each step of which also checks invariant 10). `make fuzz SEED=... N=...`
 // runs more (test flags -seed, -sequences, -steps, -workers, -shrink,
 // -shrink-budget). Sequence i has seed SEED+i, so `make fuzz SEED=<seed>
 // N=1` replays one. A failure prints the seed and the shortest failing
