@@ -27,6 +27,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/names"
+	"github.com/fieldops/fieldops/internal/tenancy"
 	"github.com/fieldops/fieldops/test/testkit"
 )
 
@@ -84,8 +85,8 @@ spec:
 	if p.Action != actionForbidden || p.Reason != "Forbidden" || p.ActingAs != "ServiceAccount plan-account/reader" {
 		t.Fatalf("plan as the account: action %q reason %q acting as %q (%s), want Forbidden as ServiceAccount plan-account/reader", p.Action, p.Reason, p.ActingAs, p.Message)
 	}
-	if !strings.Contains(p.Message, "acting as ServiceAccount plan-account/reader") {
-		t.Errorf("message %q does not name the account", p.Message)
+	if !strings.Contains(p.Message, "acting as ServiceAccount plan-account/reader") || !strings.Contains(p.Message, tenancy.OnboardingGuide) {
+		t.Errorf("message %q does not name the account and how to onboard the namespace, as the controller's does", p.Message)
 	}
 	fp := createWaitReason(t, y, p.Reason)
 	if c := meta.FindStatusCondition(fp.Status.Conditions, "Ready"); c.Status != metav1.ConditionFalse {

@@ -44,6 +44,8 @@ type Plan struct {
 	// the caller's own rights (the patch acts with the manager's, or the
 	// caller may not impersonate its account: a note then says so).
 	ActingAs string `json:"actingAs,omitempty"`
+	// account is the account ActingAs names (the zero Account: none).
+	account tenancy.Account
 	// ReadyReason is the reason of the Ready condition the controller
 	// sets for this plan (Applied, Conflict, TargetNotFound, Forbidden,
 	// or the reason it stalls with); empty for a workload or a deletion.
@@ -326,7 +328,9 @@ func (p *Planner) planPatchWith(ctx context.Context, obj v1alpha1.Patcher, st *v
 	if err != nil {
 		return plan.refused(&patchtarget.Error{Reason: "InvalidTarget", Err: err}), nil
 	}
-	plan.ActingAs = account
+	if !account.IsManager() {
+		plan.ActingAs, plan.account = account.String(), account
+	}
 	if note != "" {
 		pp.Notes = append(pp.Notes, note)
 	}
@@ -515,9 +519,7 @@ func (plan Plan) refused(err error) Plan {
 // may change).
 func (plan Plan) forbidden(err error) Plan {
 	plan.Action, plan.Reason = ActionForbidden, ActionForbidden
-	if plan.ActingAs != "" {
-		err = fmt.Errorf("acting as %s: %w", plan.ActingAs, err)
-	}
+	err = tenancy.Explain(plan.account, err)
 	plan.Message = fmt.Sprintf("the patch would wait (reason Forbidden): %s", redact.Message(err))
 	return plan
 }

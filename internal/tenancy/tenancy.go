@@ -10,7 +10,12 @@ Licensed under the Apache License, Version 2.0.
 // which impersonates it) and kubectl fieldops plan (which plans as it).
 package tenancy
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
 
 // DefaultServiceAccount is the default of the manager's
 // --default-service-account: the ServiceAccount, in their own namespace,
@@ -107,4 +112,23 @@ func Resolve(opts Options, namespace, serviceAccountName, serviceAccountNamespac
 		return Account{}, nil
 	}
 	return Account{Namespace: namespace, Name: serviceAccountName}, nil
+}
+
+// Explain says which account a Forbidden error was met as ("acting as
+// ServiceAccount ns/name: ..."). When RBAC denied the account itself (the
+// apiserver's message `User "<account>" cannot <verb> ...`,
+// k8s.io/apiserver responsewriters.forbiddenMessage: the account is
+// missing or lacks the right), it adds how to onboard the namespace, the
+// operator's guide's section (OnboardingGuide); a denial by
+// admission gets no such hint. Other errors, and errors met with the
+// manager's own rights, are returned as they are.
+func Explain(account Account, err error) error {
+	if err == nil || !apierrors.IsForbidden(err) || account.IsManager() {
+		return err
+	}
+	if strings.Contains(err.Error(), fmt.Sprintf("User %q cannot ", account.UserName())) {
+		return fmt.Errorf("acting as %s: %w (grant the account this right, or onboard namespace %s: %s)",
+			account, err, account.Namespace, OnboardingGuide)
+	}
+	return fmt.Errorf("acting as %s: %w", account, err)
 }

@@ -14,10 +14,8 @@ package tenant
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -88,21 +86,7 @@ func (p *Appliers) For(account Account) (*ownershipcore.Applier, error) {
 	return a, nil
 }
 
-// Explain says which account a Forbidden error was met as ("acting as
-// ServiceAccount ns/name: ..."). When RBAC denied the account itself (the
-// apiserver's message `User "<account>" cannot <verb> ...`,
-// k8s.io/apiserver responsewriters.forbiddenMessage: the account is
-// missing or lacks the right), it adds how to onboard the namespace, the
-// operator's guide's section (tenancy.OnboardingGuide); a denial by
-// admission gets no such hint. Other errors, and errors met with the
-// manager's own rights, are returned as they are.
-func Explain(account Account, err error) error {
-	if err == nil || !apierrors.IsForbidden(err) || account.IsManager() {
-		return err
-	}
-	if strings.Contains(err.Error(), fmt.Sprintf("User %q cannot ", account.UserName())) {
-		return fmt.Errorf("acting as %s: %w (grant the account this right, or onboard namespace %s: %s)",
-			account, err, account.Namespace, tenancy.OnboardingGuide)
-	}
-	return fmt.Errorf("acting as %s: %w", account, err)
-}
+// Explain says which account a Forbidden error was met as, and how to
+// onboard the namespace when RBAC denied the account itself
+// (tenancy.Explain).
+func Explain(account Account, err error) error { return tenancy.Explain(account, err) }
