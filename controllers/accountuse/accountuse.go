@@ -30,9 +30,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -102,21 +104,21 @@ func (r *Reconciler) inUse(ctx context.Context, ns string) (map[tenancy.Account]
 		}
 	}
 	var fps v1alpha1.FieldPatchList
-	if err := r.Client.List(ctx, &fps, client.InNamespace(ns)); err != nil {
+	if err := r.Client.List(ctx, &fps, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, fp := range fps.Items {
 		add(fp.Namespace, fp.Spec.ServiceAccountName, fp.Spec.ServiceAccountNamespace)
 	}
 	var mws v1alpha1.ManagedWorkloadList
-	if err := r.Client.List(ctx, &mws, client.InNamespace(ns)); err != nil {
+	if err := r.Client.List(ctx, &mws, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, mw := range mws.Items {
 		add(mw.Namespace, mw.Spec.ServiceAccountName, "")
 	}
 	var cfps v1alpha1.ClusterFieldPatchList
-	if err := r.Client.List(ctx, &cfps); err != nil {
+	if err := r.Client.List(ctx, &cfps, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, cfp := range cfps.Items {
@@ -246,20 +248,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
 	account := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		out := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}}
-		if n := accountNamespace(o); n != "" {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		n, ok := r.accountNamespace(o)
+		if !ok {
+			return nil // acts with the manager's rights: no account to protect
 		}
-		return out
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}, {NamespacedName: types.NamespacedName{Name: n}}}
 	})
+	// Which account an object acts as changes only with its spec (and its
+	// existence): its status writes, most of its events, do not concern
+	// the accounts.
+	spec := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	cluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("accountuse").
-		Watches(&v1alpha1.FieldPatch{}, account).
-		Watches(&v1alpha1.ClusterFieldPatch{}, account).
-		Watches(&v1alpha1.ManagedWorkload{}, account).
+		Watches(&v1alpha1.FieldPatch{}, account, spec).
+		Watches(&v1alpha1.ClusterFieldPatch{}, account, spec).
+		Watches(&v1alpha1.ManagedWorkload{}, account, spec).
 		Watches(&rbacv1.RoleBinding{}, ns).
 		Watches(&rbacv1.ClusterRoleBinding{}, cluster).
 		WatchesMetadata(&corev1.ServiceAccount{}, ns).
@@ -267,11 +273,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// accountNamespace is the namespace of the account a fieldops object may
-// act as: its own, or a ClusterFieldPatch's spec.serviceAccountNamespace.
-func accountNamespace(o client.Object) string {
-	if cfp, ok := o.(*v1alpha1.ClusterFieldPatch); ok {
-		return cfp.Spec.ServiceAccountNamespace
+// accountNamespace is the namespace of the account fieldops object o acts
+// as; ok is false when it acts with the manager's rights (or names an
+// account it may not act as).
+func (r *Reconciler) accountNamespace(o client.Object) (string, bool) {
+	var name, namespace string
+	switch obj := o.(type) {
+	case *v1alpha1.FieldPatch:
+		name, namespace = obj.Spec.ServiceAccountName, obj.Spec.ServiceAccountNamespace
+	case *v1alpha1.ClusterFieldPatch:
+		name, namespace = obj.Spec.ServiceAccountName, obj.Spec.ServiceAccountNamespace
+	case *v1alpha1.ManagedWorkload:
+		name = obj.Spec.ServiceAccountName
 	}
-	return o.GetNamespace()
+	a, err := tenancy.Resolve(r.Tenancy, o.GetNamespace(), name, namespace)
+	if err != nil || a.IsManager() {
+		return "", false
+	}
+	return a.Namespace, true
 }
