@@ -61,6 +61,10 @@ type Options struct {
 	// OwnNamespace is the manager's namespace: nothing in it may be a
 	// target.
 	OwnNamespace string
+	// WatchLabelSelector is the manager's --watch-label-selector (empty:
+	// every object): a shard protects the accounts its own objects act as
+	// with a finalizer of its own (accountuse.FinalizerFor).
+	WatchLabelSelector string
 	// Concurrency is how many objects each controller reconciles at once
 	// (--concurrency); 0 means 1.
 	Concurrency int
@@ -138,7 +142,7 @@ func SetupWith(mgr ctrl.Manager, opts Options) error {
 	if err := w.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up ManagedWorkload controller: %w", err)
 	}
-	inUse := &accountuse.Reconciler{Client: mgr.GetClient(), Tenancy: tenancy}
+	inUse := &accountuse.Reconciler{Client: mgr.GetClient(), Tenancy: tenancy, Finalizer: accountuse.FinalizerFor(opts.WatchLabelSelector)}
 	if err := inUse.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the in-use protection of accounts: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
 // helmFieldManager is the field manager of Helm's CLI: it sets
@@ -122,7 +123,9 @@ func (o *postrenderOptions) render(ctx context.Context) ([]byte, string, error) 
 	for _, doc := range splitDocuments(in) {
 		b, note, err := r.document(ctx, doc)
 		if err != nil {
-			return nil, notes.String(), err
+			// What Helm and --log-file show: no value of the object (a
+			// schema error quotes the value it refused).
+			return nil, notes.String(), errors.New(redact.Message(err))
 		}
 		out.Write(b)
 		notes.WriteString(note)

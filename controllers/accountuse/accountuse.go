@@ -7,18 +7,23 @@ Licensed under the Apache License, Version 2.0.
 // Package accountuse protects the accounts fieldops objects act as while
 // they are in use, as Kubernetes protects a PersistentVolumeClaim a Pod
 // uses (the kubernetes.io/pvc-protection finalizer, KEP-498 "Storage
-// Object in Use Protection"): the ServiceAccount, the RoleBindings and
-// ClusterRoleBindings that grant it rights and the Roles those
-// RoleBindings refer to carry the finalizer fieldops.dev/in-use while a
-// FieldPatch, ClusterFieldPatch or ManagedWorkload acting as that account
-// exists. Deleting them first (kubectl delete -k, a GitOps prune, a
-// namespace deletion, in any order) then waits until the fieldops objects
-// have handed their fields back with the account's rights, instead of
-// leaving those objects stuck on a hand-back they may no longer do.
+// Object in Use Protection"): the ServiceAccount, the RoleBindings of its
+// namespace that grant it rights and the Roles those RoleBindings refer
+// to carry the finalizer fieldops.dev/in-use while a FieldPatch,
+// ClusterFieldPatch or ManagedWorkload acting as that account exists.
+// Deleting them first (kubectl delete -k, a GitOps prune, a namespace
+// deletion, in any order) then waits until the fieldops objects have
+// handed their fields back with the account's rights, instead of leaving
+// those objects stuck on a hand-back they may no longer do.
+// ClusterRoleBindings and ClusterRoles are a cluster administrator's
+// grants, often shared: they are never held back, so that revoking a
+// cluster-wide right takes effect at once.
 package accountuse
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -41,10 +46,25 @@ import (
 	"github.com/fieldops/fieldops/internal/tenancy"
 )
 
-// Finalizer marks an account object (ServiceAccount, RoleBinding,
-// ClusterRoleBinding, Role) that a fieldops object acting as the account
-// needs: fieldops removes it once no such object exists.
+// Finalizer marks an account object (ServiceAccount, RoleBinding, Role)
+// that a fieldops object acting as the account needs: fieldops removes it
+// once no such object exists. A manager that reconciles only some objects
+// (--watch-label-selector: a shard) uses a finalizer of its own
+// (FinalizerFor), so that each protects the accounts its own objects use
+// and none removes another's.
 const Finalizer = "fieldops.dev/in-use"
+
+// FinalizerFor is the finalizer of a manager reconciling the objects
+// watchSelector matches (--watch-label-selector): Finalizer for every
+// object or for the objects that name no shard, else Finalizer with a
+// hash of the selector ("fieldops.dev/in-use-<10 hex digits>").
+func FinalizerFor(watchSelector string) string {
+	if watchSelector == "" || watchSelector == v1alpha1.UnshardedSelector {
+		return Finalizer
+	}
+	sum := sha256.Sum256([]byte(watchSelector))
+	return Finalizer + "-" + hex.EncodeToString(sum[:5])
+}
 
 // errStale: an account object changed since the cache's copy (our own
 // last patch, most often): the request is looked at again shortly, with
@@ -54,52 +74,46 @@ var errStale = errors.New("an account object changed since it was read")
 // staleRetry is how long a request waits after errStale.
 const staleRetry = time.Second
 
-// clusterKey is the request of the ClusterRoleBindings; every other
-// request names a namespace (Name; Namespace empty).
-const clusterKey = ""
-
-// Reconciler keeps Finalizer on the account objects in use, and off the
-// others, one namespace per request (its ServiceAccounts, RoleBindings
-// and Roles) and the ClusterRoleBindings in one request of their own.
-// The apiserver admits a change of finalizers alone on a binding or a
-// role without the escalation checks of RBAC (only the fields garbage
-// collection reads change).
+// Reconciler keeps its finalizer on the account objects in use, and off
+// the others, one namespace per request (its ServiceAccounts,
+// RoleBindings and Roles). The apiserver admits a change of finalizers
+// alone on a binding or a role without the escalation checks of RBAC
+// (only the fields garbage collection reads change).
 type Reconciler struct {
 	// Client reads from the manager's cache and patches finalizers.
 	Client client.Client
 	// Tenancy are the manager's settings that say which account a
-	// fieldops object acts as.
+	// fieldops object acts as; accounts of its own namespace are never
+	// protected (nothing of fieldops's installation is held back).
 	Tenancy tenancy.Options
+	// Finalizer is the finalizer this manager sets (FinalizerFor).
+	Finalizer string
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// Reconcile sets or removes Finalizer on the account objects of the
-// namespace req.Name, or on the ClusterRoleBindings (clusterKey).
+// Reconcile sets or removes the finalizer on the account objects of the
+// namespace req.Name.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	inUse, err := r.inUse(ctx, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if req.Name == clusterKey {
-		err = r.syncClusterBindings(ctx, inUse)
-	} else {
-		err = r.syncNamespace(ctx, req.Name, inUse)
-	}
+	err = r.syncNamespace(ctx, req.Name, inUse)
 	if errors.Is(err, errStale) {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	return ctrl.Result{}, err
 }
 
-// inUse are the accounts the fieldops objects act as (those being deleted
-// too: they hand their fields back with the account's rights), of
-// namespace ns, or of every namespace for "".
+// inUse are the accounts of namespace ns the fieldops objects act as
+// (those being deleted too: they hand their fields back with the
+// account's rights).
 func (r *Reconciler) inUse(ctx context.Context, ns string) (map[tenancy.Account]bool, error) {
 	out := map[tenancy.Account]bool{}
 	add := func(objNamespace, name, namespace string) {
 		a, err := tenancy.Resolve(r.Tenancy, objNamespace, name, namespace)
-		if err == nil && !a.IsManager() && (ns == "" || a.Namespace == ns) {
+		if err == nil && !a.IsManager() && a.Namespace == ns && a.Namespace != r.Tenancy.OwnNamespace {
 			out[a] = true
 		}
 	}
@@ -135,6 +149,17 @@ func (r *Reconciler) syncNamespace(ctx context.Context, ns string, inUse map[ten
 	if err := r.Client.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
 		return err
 	}
+	sas := metadataList(corev1.SchemeGroupVersion.WithKind("ServiceAccountList"))
+	if err := r.Client.List(ctx, sas, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	rs := metadataList(rbacv1.SchemeGroupVersion.WithKind("RoleList"))
+	if err := r.Client.List(ctx, rs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	// Every object is looked at, whatever failed before it: a finalizer
+	// left on an object no longer in use would hold its deletion.
+	var errs []error
 	roles := map[string]bool{}
 	for i := range bindings.Items {
 		b := &bindings.Items[i]
@@ -142,50 +167,19 @@ func (r *Reconciler) syncNamespace(ctx context.Context, ns string, inUse map[ten
 		if used && b.RoleRef.Kind == "Role" {
 			roles[b.RoleRef.Name] = true
 		}
-		if err := r.protect(ctx, b, used); err != nil {
-			return err
-		}
-	}
-	sas := metadataList(corev1.SchemeGroupVersion.WithKind("ServiceAccountList"))
-	if err := r.Client.List(ctx, sas, client.InNamespace(ns)); err != nil {
-		return err
+		errs = append(errs, r.protect(ctx, b, used))
 	}
 	for i := range sas.Items {
-		sa := &sas.Items[i]
-		if err := r.protect(ctx, sa, inUse[tenancy.Account{Namespace: ns, Name: sa.Name}]); err != nil {
-			return err
-		}
-	}
-	rs := metadataList(rbacv1.SchemeGroupVersion.WithKind("RoleList"))
-	if err := r.Client.List(ctx, rs, client.InNamespace(ns)); err != nil {
-		return err
+		errs = append(errs, r.protect(ctx, &sas.Items[i], inUse[tenancy.Account{Namespace: ns, Name: sas.Items[i].Name}]))
 	}
 	for i := range rs.Items {
-		if err := r.protect(ctx, &rs.Items[i], roles[rs.Items[i].Name]); err != nil {
-			return err
-		}
+		errs = append(errs, r.protect(ctx, &rs.Items[i], roles[rs.Items[i].Name]))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// syncClusterBindings sets Finalizer on the ClusterRoleBindings granting
-// an account in inUse, and removes it from the others.
-func (r *Reconciler) syncClusterBindings(ctx context.Context, inUse map[tenancy.Account]bool) error {
-	var bindings rbacv1.ClusterRoleBindingList
-	if err := r.Client.List(ctx, &bindings); err != nil {
-		return err
-	}
-	for i := range bindings.Items {
-		b := &bindings.Items[i]
-		if err := r.protect(ctx, b, grants(b.Subjects, "", inUse)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// grants reports whether subjects (of a binding in namespace ns; "" for a
-// ClusterRoleBinding) name a ServiceAccount in inUse.
+// grants reports whether subjects (of a binding in namespace ns) name a
+// ServiceAccount in inUse.
 func grants(subjects []rbacv1.Subject, ns string, inUse map[tenancy.Account]bool) bool {
 	for _, s := range subjects {
 		if s.Kind != rbacv1.ServiceAccountKind {
@@ -202,13 +196,13 @@ func grants(subjects []rbacv1.Subject, ns string, inUse map[tenancy.Account]bool
 	return false
 }
 
-// protect adds Finalizer to obj when used, and removes it otherwise, in a
+// protect adds the finalizer to obj when used, and removes it otherwise, in a
 // merge patch of the finalizers guarded by obj's resourceVersion (a
 // conflict is retried by the queue). No finalizer is added to an object
 // being deleted: the apiserver refuses new finalizers then, and one that
 // was in use carries it already.
 func (r *Reconciler) protect(ctx context.Context, obj client.Object, used bool) error {
-	has := controllerutil.ContainsFinalizer(obj, Finalizer)
+	has := controllerutil.ContainsFinalizer(obj, r.Finalizer)
 	if used == has || (used && obj.GetDeletionTimestamp() != nil) {
 		return nil
 	}
@@ -217,16 +211,16 @@ func (r *Reconciler) protect(ctx context.Context, obj client.Object, used bool) 
 		return fmt.Errorf("copy %T", obj)
 	}
 	if used {
-		controllerutil.AddFinalizer(obj, Finalizer)
+		controllerutil.AddFinalizer(obj, r.Finalizer)
 	} else {
-		controllerutil.RemoveFinalizer(obj, Finalizer)
+		controllerutil.RemoveFinalizer(obj, r.Finalizer)
 	}
 	err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
 		return errStale
 	}
 	if err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("%s finalizer %s on %T %s/%s: %w", map[bool]string{true: "add", false: "remove"}[used], Finalizer, obj, obj.GetNamespace(), obj.GetName(), err))
+		return client.IgnoreNotFound(fmt.Errorf("%s finalizer %s on %T %s/%s: %w", map[bool]string{true: "add", false: "remove"}[used], r.Finalizer, obj, obj.GetNamespace(), obj.GetName(), err))
 	}
 	return nil
 }
@@ -239,11 +233,13 @@ func metadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList
 	return l
 }
 
-// SetupWithManager registers the controller: fieldops objects, and the
-// account objects (ServiceAccounts and Roles as metadata only), map to
-// the namespace of the account they concern, and to the
-// ClusterRoleBindings' request.
+// SetupWithManager registers the controller: fieldops objects acting as
+// an account map to that account's namespace; RoleBindings,
+// ServiceAccounts and Roles (the last two as metadata only) to their own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Finalizer == "" {
+		r.Finalizer = Finalizer
+	}
 	ns := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
@@ -252,22 +248,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if !ok {
 			return nil // acts with the manager's rights: no account to protect
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}, {NamespacedName: types.NamespacedName{Name: n}}}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
 	})
 	// Which account an object acts as changes only with its spec (and its
 	// existence): its status writes, most of its events, do not concern
 	// the accounts.
 	spec := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	cluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: clusterKey}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("accountuse").
 		Watches(&v1alpha1.FieldPatch{}, account, spec).
 		Watches(&v1alpha1.ClusterFieldPatch{}, account, spec).
 		Watches(&v1alpha1.ManagedWorkload{}, account, spec).
 		Watches(&rbacv1.RoleBinding{}, ns).
-		Watches(&rbacv1.ClusterRoleBinding{}, cluster).
 		WatchesMetadata(&corev1.ServiceAccount{}, ns).
 		WatchesMetadata(&rbacv1.Role{}, ns).
 		Complete(r)
@@ -287,7 +279,7 @@ func (r *Reconciler) accountNamespace(o client.Object) (string, bool) {
 		name = obj.Spec.ServiceAccountName
 	}
 	a, err := tenancy.Resolve(r.Tenancy, o.GetNamespace(), name, namespace)
-	if err != nil || a.IsManager() {
+	if err != nil || a.IsManager() || a.Namespace == r.Tenancy.OwnNamespace {
 		return "", false
 	}
 	return a.Namespace, true

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,4 +216,20 @@ func TestOnlyAccountsInUse(t *testing.T) {
 	}
 	protected(t, true, other)
 	protected(t, false, sa, role, binding)
+}
+
+// A shard protects the accounts its own objects use with a finalizer of
+// its own, so that shards never remove each other's; the main instance
+// (every object, or those naming no shard) uses the plain one.
+func TestFinalizerFor(t *testing.T) {
+	if got := accountuse.FinalizerFor(""); got != accountuse.Finalizer {
+		t.Errorf("no selector: %q", got)
+	}
+	if got := accountuse.FinalizerFor(v1alpha1.UnshardedSelector); got != accountuse.Finalizer {
+		t.Errorf("the main instance beside shards: %q", got)
+	}
+	a, b := accountuse.FinalizerFor(v1alpha1.ShardLabel+"=a"), accountuse.FinalizerFor(v1alpha1.ShardLabel+"=b")
+	if a == b || a == accountuse.Finalizer || len(a) > 63 || !strings.HasPrefix(a, accountuse.Finalizer+"-") {
+		t.Errorf("shard finalizers %q and %q: want two distinct fieldops.dev/in-use-<hash> names", a, b)
+	}
 }

@@ -427,7 +427,7 @@ func (plan Plan) applied(res ownershipcore.Result, err error) (_ Plan, done bool
 	switch {
 	case errors.As(err, &conflictErr):
 		plan.Action = string(ownershipcore.ActionConflicted)
-		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", conflictErr.Error())
+		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", redact.Message(conflictErr))
 	case apierrors.IsForbidden(err):
 		return plan.forbidden(err), true
 	case err != nil:

@@ -196,7 +196,7 @@ func (f *Flags) Check() error {
 	if err != nil {
 		return err
 	}
-	f.watchSelector = sel
+	f.watchSelector, f.Setup.WatchLabelSelector = sel, f.WatchLabelSelector
 	namespaces, err := ParseNamespaces(f.managerRights)
 	if err != nil {
 		return fmt.Errorf("--manager-rights-namespaces: %w", err)
