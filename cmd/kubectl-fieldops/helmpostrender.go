@@ -18,10 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/discovery"
 
 	"github.com/fieldops/fieldops/internal/names"
-	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
@@ -187,27 +185,7 @@ func (o *postrenderOptions) useHelmEnv() {
 
 // renderer connects to the cluster the flags select.
 func (o *postrenderOptions) renderer() (*postrenderer, error) {
-	c, err := newClient(o.flags)
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := o.flags.ToRESTMapper()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := o.flags.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := namespace(o.flags)
-	if err != nil {
-		return nil, err
-	}
-	applier, err := ownershipcore.NewApplier(c, c, c, ownershipcore.NewSchema(dc))
+	conn, err := connect(o.flags)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +193,7 @@ func (o *postrenderOptions) renderer() (*postrenderer, error) {
 	for _, m := range o.yieldTo {
 		yield[m] = true
 	}
-	return &postrenderer{client: c, mapper: mapper, applier: applier, namespace: ns, manager: o.fieldManager, yieldTo: yield, keepLiveValues: o.keepLive}, nil
+	return &postrenderer{client: conn.client, mapper: conn.client.RESTMapper(), applier: conn.applier, namespace: conn.namespace, manager: o.fieldManager, yieldTo: yield, keepLiveValues: o.keepLive}, nil
 }
 
 // yieldsTo reports whether the post-renderer leaves manager's fields to

@@ -18,12 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/discovery"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/fieldplan"
 	"github.com/fieldops/fieldops/internal/tenancy"
-	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
@@ -240,28 +238,11 @@ func skippedName(u *unstructured.Unstructured) string {
 }
 
 func (o *planOptions) planner(ctx context.Context) (*fieldplan.Planner, error) {
-	c, err := newClient(o.flags)
+	conn, err := connect(o.flags)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := o.flags.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := namespace(o.flags)
-	if err != nil {
-		return nil, err
-	}
-	// Reads go to the apiserver: no cache, the plan sees the object as it
-	// is now.
-	applier, err := ownershipcore.NewApplier(c, c, c, ownershipcore.NewSchema(dc))
-	if err != nil {
-		return nil, err
-	}
+	c := conn.client
 	own := o.ownNamespace
 	if own == "" {
 		var note string
@@ -272,7 +253,7 @@ func (o *planOptions) planner(ctx context.Context) (*fieldplan.Planner, error) {
 			fmt.Fprintln(o.streams.ErrOut, "Warning:", note)
 		}
 	}
-	return &fieldplan.Planner{Client: c, Config: cfg, Namespace: ns, Applier: applier, OwnNamespace: own, Delete: o.delete, Tenancy: o.tenancy}, nil
+	return &fieldplan.Planner{Client: c, Config: conn.config, Namespace: conn.namespace, Applier: conn.applier, OwnNamespace: own, Delete: o.delete, Tenancy: o.tenancy}, nil
 }
 
 // writePlans prints each plan: a header, then a table of fields (a patch)

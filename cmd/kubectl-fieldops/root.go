@@ -13,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/internal/scheme"
+	"github.com/fieldops/fieldops/ownershipcore"
 )
 
 // now is the clock owners measures ages with (tests fix it).
@@ -59,6 +62,43 @@ func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	return c, nil
+}
+
+// connection is what plan and helm-postrender read the cluster with: a
+// client, its rest config, the namespace of -n (or the kubeconfig
+// context's), and an ownershipcore.Applier whose reads go to the
+// apiserver (no cache: objects as they are now), with the apiserver's
+// OpenAPI as its schema.
+type connection struct {
+	client    client.Client
+	config    *rest.Config
+	namespace string
+	applier   *ownershipcore.Applier
+}
+
+// connect opens the connection the flags select.
+func connect(flags *genericclioptions.ConfigFlags) (*connection, error) {
+	c, err := newClient(flags)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespace(flags)
+	if err != nil {
+		return nil, err
+	}
+	applier, err := ownershipcore.NewApplier(c, c, c, ownershipcore.NewSchema(dc))
+	if err != nil {
+		return nil, err
+	}
+	return &connection{client: c, config: cfg, namespace: ns, applier: applier}, nil
 }
 
 // namespace is -n, or the kubeconfig context's namespace.
