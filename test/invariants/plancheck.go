@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -165,43 +166,30 @@ func (r *run) comparePlan(ctx context.Context, pl *planned, before, after *snaps
 	return nil, ""
 }
 
+// entries are the field sets (as strings) of the managed fields entries
+// of s whose manager keep accepts.
+func (s *snapshot) entries(keep func(manager string) bool) map[owner]string {
+	out := map[owner]string{}
+	for o, set := range s.owners {
+		if keep(o.Manager) {
+			out[o] = set.String()
+		}
+	}
+	return out
+}
+
 // sameEntry reports whether manager's entries hold the same fields in s
 // and o.
 func (s *snapshot) sameEntry(o *snapshot, manager string) bool {
-	entries := func(x *snapshot) map[owner]string {
-		out := map[owner]string{}
-		for k, set := range x.owners {
-			if k.Manager == manager {
-				out[k] = set.String()
-			}
-		}
-		return out
-	}
-	a, b := entries(s), entries(o)
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+	is := func(m string) bool { return m == manager }
+	return maps.Equal(s.entries(is), o.entries(is))
 }
 
 // othersWrote names a fieldops field manager other than manager whose
 // managed fields changed between before and after ("" for none).
 func othersWrote(manager string, before, after *snapshot) string {
-	fields := func(s *snapshot) map[owner]string {
-		out := map[owner]string{}
-		for o, set := range s.owners {
-			if isFieldops(o.Manager) && o.Manager != manager {
-				out[o] = set.String()
-			}
-		}
-		return out
-	}
-	b, a := fields(before), fields(after)
+	others := func(m string) bool { return isFieldops(m) && m != manager }
+	b, a := before.entries(others), after.entries(others)
 	for o, f := range a {
 		if b[o] != f {
 			return o.Manager

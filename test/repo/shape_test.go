@@ -47,7 +47,6 @@ const (
 // test: remove it.
 var (
 	bigControllerFiles = map[string]string{
-		"controllers/fieldpatch/phases.go":             reworkReason,
 		"controllers/fieldpatch/selector.go":           reworkReason,
 		"controllers/internal/targetcache/cache.go":    reworkReason,
 		"controllers/internal/targetcache/selector.go": reworkReason,
