@@ -28,8 +28,8 @@ import (
 // refused apply (Fail) or a refused apply and an empty one (Yield) on
 // every reconcile.
 func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
-	key := r.outcomeKey(p.obj)
-	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.obj.GetGeneration()}
+	key := r.outcomeKey(p.unit)
+	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.gen()}
 	// The intent is encoded only to compare with or keep an outcome, not
 	// on every reconcile.
 	if v, ok := r.outcomes.Load(key); ok {
@@ -42,7 +42,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, strategy ownershipcore.
 	err := r.applyRecorded(ctx, p, strategy)
 	var refused *ownershipcore.ConflictError
 	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
-	if answered && p.obj.PatchSpec().ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+	if answered && p.spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
 		seen.intent, seen.res, seen.err = intentKey(p.d.Intent), p.res, err
 		r.outcomes.Store(key, seen)
 	}
@@ -93,10 +93,10 @@ func (r *Reconciler) applyRecorded(ctx context.Context, p *pass, strategy owners
 
 // outcomeKey is where the outcome of obj's apply is kept: one per patch,
 // one per target of a selector patch.
-func (r *Reconciler) outcomeKey(obj v1alpha1.Patcher) client.ObjectKey {
-	key := client.ObjectKeyFromObject(obj)
-	if sh := r.shadowOf(obj); sh != nil {
-		key.Name += "/" + string(sh.target)
+func (r *Reconciler) outcomeKey(u *unit) client.ObjectKey {
+	key := client.ObjectKeyFromObject(u.obj)
+	if u.target != nil {
+		key.Name += "/" + string(u.target.uid)
 	}
 	return key
 }
@@ -106,7 +106,7 @@ func (r *Reconciler) outcomeKey(obj v1alpha1.Patcher) client.ObjectKey {
 // writes directly: the patch's own watch knows its writes
 // (selectorWatch.wrote).
 func (r *Reconciler) writeTarget(p *pass, write func() *unstructured.Unstructured) {
-	if r.shadowOf(p.obj) != nil {
+	if p.target != nil {
 		write()
 		return
 	}

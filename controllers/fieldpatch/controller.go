@@ -102,10 +102,8 @@ type Reconciler struct {
 	// through wake.
 	timers expiryTimers
 	wake   chan event.GenericEvent
-	// selectors watch the targets of selector patches; shadows are the
-	// single-target copies their target passes run on (selector.go).
+	// selectors watch the targets of selector patches (selector.go).
 	selectors *selectorWatches
-	shadows   sync.Map
 }
 
 func (r *Reconciler) newObject() v1alpha1.Patcher {
@@ -178,7 +176,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			Status:             func(obj v1alpha1.Patcher) any { return obj.PatchStatus() },
 			Conditions:         func(obj v1alpha1.Patcher) *[]metav1.Condition { return &obj.PatchStatus().Conditions },
 			ObservedGeneration: func(obj v1alpha1.Patcher) *int64 { return &obj.PatchStatus().ObservedGeneration },
-			Scope:              func(obj v1alpha1.Patcher) *pass { return &pass{obj: obj} },
+			Scope:              func(obj v1alpha1.Patcher) *pass { return &pass{unit: r.patchUnit(obj)} },
 			Phases: []skeleton.Phase[*pass]{
 				{Name: "expiry", Run: r.phaseExpiry},
 				{Name: "settings", Run: r.phaseSettings},
@@ -261,17 +259,8 @@ func targetErr(err error) error {
 
 // event records an event about obj; its note is cleaned and bounded
 // (notes.Event), so that the apiserver accepts it.
-//
-// An event about a target's pass of a selector patch (a shadow) is
-// collected instead, and recorded once per reason per reconcile.
 func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, args ...interface{}) {
-	if sh := r.shadowOf(obj); sh != nil {
-		sh.events.add(typ, reason, sh.name+": "+notes.Event(format, args...))
-		return
-	}
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
-	}
+	r.patchUnit(obj).event(typ, reason, format, args...)
 }
 
 // fail records err in status and as an event, and ends the reconcile.
@@ -280,13 +269,13 @@ func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, arg
 // target. A spec error (skeleton.Terminal) is Stalled and returned as
 // the terminal error it is; a skeleton.ReasonError that is not terminal
 // is Stalled and retried slowly.
-func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (skeleton.Step, error) {
-	st, gen := obj.PatchStatus(), obj.GetGeneration()
+func (r *Reconciler) fail(u *unit, err error) (skeleton.Step, error) {
+	st, gen := u.st, u.gen()
 	msg := redact.Message(err)
 	if re, ok := skeleton.Reason(err); ok {
 		msg = redact.Message(re)
 		setStalled(st, gen, re.Reason, notes.Condition(msg))
-		r.event(obj, corev1.EventTypeWarning, re.Reason, "%s", msg)
+		u.event(corev1.EventTypeWarning, re.Reason, "%s", msg)
 		if skeleton.IsTerminal(err) {
 			return skeleton.Stop(ctrl.Result{}), reconcile.TerminalError(errors.New(msg))
 		}
@@ -296,11 +285,11 @@ func (r *Reconciler) fail(obj v1alpha1.Patcher, err error) (skeleton.Step, error
 		// The account may not do this: retried slowly (RBAC may change),
 		// never in a hot loop.
 		setWaiting(st, gen, ReasonForbidden, notes.Condition(msg))
-		r.event(obj, corev1.EventTypeWarning, ReasonForbidden, "%s", msg)
+		u.event(corev1.EventTypeWarning, ReasonForbidden, "%s", msg)
 		return skeleton.Stop(ctrl.Result{RequeueAfter: transientRetry}), nil
 	}
 	setWaiting(st, gen, ReasonApplyFailed, notes.Condition(msg))
-	r.event(obj, corev1.EventTypeWarning, ReasonApplyFailed, "%s", msg)
+	u.event(corev1.EventTypeWarning, ReasonApplyFailed, "%s", msg)
 	return skeleton.Stop(ctrl.Result{}), errors.New(msg)
 }
 

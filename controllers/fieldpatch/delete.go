@@ -100,7 +100,7 @@ func (r *Reconciler) giveBackOnDelete(ctx context.Context, obj v1alpha1.Patcher,
 		return tenant.Explain(account, err)
 	}
 	ref.SetUID(uid)
-	if err := r.giveBack(ctx, applier, obj, ref, manager, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
+	if err := r.giveBack(ctx, applier, r.patchUnit(obj), ref, manager, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
 		return tenant.Explain(account, err)
 	}
 	return nil
@@ -151,8 +151,8 @@ func (e targetReadError) Unwrap() error { return e.error }
 //
 // cached, when not nil, is the target as a watch holds it (a selector
 // patch's), read instead of the target cache.
-func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, ref *unstructured.Unstructured, manager string, cached *unstructured.Unstructured) error {
-	st, policy := obj.PatchStatus(), obj.PatchSpec().DeletionPolicy
+func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, u *unit, ref *unstructured.Unstructured, manager string, cached *unstructured.Unstructured) error {
+	st, policy := u.st, u.spec.DeletionPolicy
 	live, err := cached, error(nil)
 	if live == nil {
 		if live, err = applier.Get(ctx, ref); err != nil {
@@ -193,22 +193,22 @@ func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applie
 	}
 	ledger.Follow(owners, present, manager)
 	g := patchintent.DeletionLetGo(policy, ledger, owners, oursFields, manager)
-	if g.Restore, err = r.readPreviousValues(ctx, applier, obj, st.TargetUID); err != nil {
+	if g.Restore, err = r.readPreviousValues(ctx, applier, u, st.TargetUID); err != nil {
 		return err
 	}
 	_, out, err := applier.LetGo(ctx, ref, live, manager, g)
 	if err != nil {
 		return err
 	}
-	r.reportChangedSince(obj, applier, live, manager, g.Restore)
-	r.reportGiveBack(obj, policy, ref, manager, out)
+	r.reportChangedSince(u, applier, live, manager, g.Restore)
+	r.reportGiveBack(u, policy, ref, manager, out)
 	return nil
 }
 
 // reportGiveBack counts a deletion's steps and emits one event for them:
 // HandedBack when fields went back to their previous owners, else
 // Relinquished.
-func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.DeletionPolicy, ref *unstructured.Unstructured, manager string, out ownershipcore.Outcome) {
+func (r *Reconciler) reportGiveBack(u *unit, policy v1alpha1.DeletionPolicy, ref *unstructured.Unstructured, manager string, out ownershipcore.Outcome) {
 	kind, name := ref.GetKind(), objectName(ref)
 	var done []string
 	step := func(fields *fieldset.Set, metricStep, format string, args ...interface{}) {
@@ -234,7 +234,7 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.Deleti
 	step(out.Removed, metrics.StepRelinquish, "relinquished the fields of field manager %[2]q on %[3]s %[4]s: the %[1]d fields the patch added were removed", manager, kind, name)
 	step(out.Kept, metrics.StepRelinquish, "released the fields of field manager %[2]q on %[3]s %[4]s: %[1]d fields the patch added could not be removed (%[5]s) and stay without an owner", manager, kind, name, out.Why)
 	if len(done) > 0 {
-		r.event(obj, corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
+		u.event(corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
 	}
 }
 
@@ -243,7 +243,7 @@ func (r *Reconciler) reportGiveBack(obj v1alpha1.Patcher, policy v1alpha1.Deleti
 // and owners), naming each manager: a Warning event, and a note in the
 // Ready condition while the deletion lasts. Paths and managers only,
 // never a value.
-func (r *Reconciler) reportChangedSince(obj v1alpha1.Patcher, applier *ownershipcore.Applier, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) {
+func (r *Reconciler) reportChangedSince(u *unit, applier *ownershipcore.Applier, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) {
 	if values == nil {
 		return
 	}
@@ -256,8 +256,8 @@ func (r *Reconciler) reportChangedSince(obj v1alpha1.Patcher, applier *ownership
 		return
 	}
 	msg := "not restored, written since the patch by another field manager: " + describeChanged(changed)
-	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonChangedSince, notes.Condition(msg))
-	r.event(obj, corev1.EventTypeWarning, ReasonChangedSince, "%s", msg)
+	setWaiting(u.st, u.gen(), ReasonChangedSince, notes.Condition(msg))
+	u.event(corev1.EventTypeWarning, ReasonChangedSince, "%s", msg)
 }
 
 // describeChanged prints fields by manager: `.data.x (ops), .spec.y (kubectl-edit)`.

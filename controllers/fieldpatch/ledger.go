@@ -97,7 +97,7 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchintent.Inherited, error) {
 	out, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, owners, fields, p.manager, p.uid())
 	for _, u := range unread {
-		r.event(p.obj, corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
+		p.event(corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
 			"cannot read the previous owners recorded by %s, from which this patch takes %s (%s); if %s leaves %s %s before this patch, those fields stay there without an owner at this patch's deletion",
 			u.Patch, strings.Join(firstN(patchintent.Leaves(u.Fields), 5), ", "), redact.Message(tenant.Explain(p.account, u.Err)),
 			u.Patch, p.ref.GetKind(), objectName(p.ref))))
@@ -131,8 +131,8 @@ func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners owner
 // stays as it is. It returns the record as saved (or as stored, when
 // nothing was written).
 func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
-	if sh := r.shadowOf(p.obj); sh != nil {
-		return r.saveShadowRecord(sh, p, owners, present, change)
+	if p.target != nil {
+		return saveTargetRecord(p, owners, present, change)
 	}
 	uid := p.uid()
 	fresh := r.newObject()

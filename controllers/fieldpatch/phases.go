@@ -32,7 +32,7 @@ import (
 // pass is the state the phases of one reconcile of one patch share, in
 // the order the phases fill it.
 type pass struct {
-	obj     v1alpha1.Patcher
+	*unit
 	manager string
 	// target: the reference, the account's Applier, the target as read.
 	ref, live *unstructured.Unstructured
@@ -62,10 +62,10 @@ func (p *pass) uid() string { return string(p.live.GetUID()) }
 
 // phaseSettings names the field manager; a suspended patch is done.
 func (r *Reconciler) phaseSettings(_ context.Context, p *pass) (skeleton.Step, error) {
-	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
+	st, gen := p.st, p.gen()
 	p.manager = r.managerName(p.obj)
 	st.FieldManager = p.manager
-	if p.obj.PatchSpec().Suspend {
+	if p.spec.Suspend {
 		set(st, gen, ConditionReady, metav1.ConditionFalse, ReasonSuspended, "reconciliation is suspended")
 		return skeleton.Finish(ctrl.Result{}), nil
 	}
@@ -78,23 +78,23 @@ func (r *Reconciler) phaseSettings(_ context.Context, p *pass) (skeleton.Step, e
 func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, error) {
 	ref, err := r.resolveTarget(p.obj)
 	if err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	p.ref = ref
 	if p.applier, p.account, err = r.applierFor(p.obj); err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	if err := r.watches.Track(p.obj, p.account, ref); err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	if p.live, err = p.applier.Get(ctx, ref); err != nil {
-		return r.fail(p.obj, tenant.Explain(p.account, err))
+		return r.fail(p.unit, tenant.Explain(p.account, err))
 	}
 	if p.live == nil {
-		return r.targetMissing(p.obj, ref)
+		return r.targetMissing(p.unit, ref)
 	}
 	if err := patchtarget.ManagedByFieldops(p.live); err != nil {
-		return r.fail(p.obj, targetErr(err))
+		return r.fail(p.unit, targetErr(err))
 	}
 	return skeleton.Next(), nil
 }
@@ -104,16 +104,16 @@ func (r *Reconciler) phaseTarget(ctx context.Context, p *pass) (skeleton.Step, e
 // target as read.
 func (r *Reconciler) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error) {
 	var err error
-	p.d, p.ignoreFailure, err = r.decide(ctx, p.obj, p.live, p.manager)
-	if err != nil && p.obj.PatchSpec().Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, p.obj) {
+	p.d, p.ignoreFailure, err = r.decide(ctx, p.unit, p.live, p.manager)
+	if err != nil && p.spec.Type == v1alpha1.PatchTypeJSON && r.refreshRecord(ctx, p.unit) {
 		// A JSON patch's test ops are judged with the record of the fields
 		// the patch took; a cached FieldPatch may lag behind our own last
 		// status write, so judge again with the apiserver's.
-		p.d, p.ignoreFailure, err = r.decide(ctx, p.obj, p.live, p.manager)
+		p.d, p.ignoreFailure, err = r.decide(ctx, p.unit, p.live, p.manager)
 	}
-	pluginCondition(p.obj, p.ignoreFailure)
+	pluginCondition(p.unit, p.ignoreFailure)
 	if err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	return skeleton.Next(), nil
 }
@@ -134,14 +134,14 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 			return skeleton.Stop(ctrl.Result{}), nil
 		}
 		if err != nil {
-			return r.fail(p.obj, err)
+			return r.fail(p.unit, err)
 		}
 		p.d.Ledger = saved
 	}
 	var err error
 	p.current, err = r.giveBackDropped(ctx, p)
 	if err != nil {
-		return r.fail(p.obj, tenant.Explain(p.account, err))
+		return r.fail(p.unit, tenant.Explain(p.account, err))
 	}
 	return skeleton.Next(), nil
 }
@@ -151,7 +151,7 @@ func (r *Reconciler) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, e
 // taking them back (then back off). Another fieldops object is never
 // fought: that is a configuration conflict for people to settle.
 func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, error) {
-	st, spec, gen := p.obj.PatchStatus(), p.obj.PatchSpec(), p.obj.GetGeneration()
+	st, spec, gen := p.st, p.spec, p.gen()
 	p.key, p.now = contestKey(p.obj, p.uid()), time.Now()
 	if old := st.TargetUID; old != "" && old != p.uid() {
 		r.contests.Forget(contestKey(p.obj, old)) // the contest was over an object that is gone
@@ -161,10 +161,10 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 	}
 	var err error
 	if p.drifter, p.drifted, err = r.drifter(p.live, p.d.Owners, p.d.Intent, p.d.IntentSet.Intersection(p.d.RecordedBefore), p.manager, yieldsTo(spec)); err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	if rival, ok := ownershipcore.ParseManager(p.drifter); ok {
-		return r.contestedByFieldops(p.obj, p.d.Ledger, p.live, p.drifter, rival)
+		return r.contestedByFieldops(p.unit, p.d.Ledger, p.live, p.drifter, rival)
 	}
 	at := r.contests.Next(p.key, p.drifter, p.now)
 	if !p.drifted || at.IsZero() {
@@ -172,7 +172,7 @@ func (r *Reconciler) phaseDrift(_ context.Context, p *pass) (skeleton.Step, erro
 	}
 	msg := fmt.Sprintf("field manager %s keeps taking back patched fields; next repair at %s", ownershipcore.DescribeManager(p.drifter), at.UTC().Format(time.RFC3339))
 	requeue := at.Sub(p.now)
-	if left := r.contested(p.obj, p.drifter, msg, p.now); left > 0 && left < requeue {
+	if left := r.contested(p.unit, p.drifter, msg, p.now); left > 0 && left < requeue {
 		requeue = left
 	}
 	return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), patchintent.WriteLedger(st, p.d.Ledger, p.uid())
@@ -188,10 +188,10 @@ func specStalled(st *v1alpha1.FieldPatchStatus) bool {
 
 // phaseApply applies the intent with the patch's conflict strategy.
 func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, error) {
-	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
-	strategy, err := r.strategy(p.obj, p.ignoreFailure)
+	st, gen := p.st, p.gen()
+	strategy, err := r.strategy(p.unit, p.ignoreFailure)
 	if err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	err = tenant.Explain(p.account, r.apply(ctx, p, strategy))
 	if errors.Is(err, errRecordFirst) {
@@ -203,21 +203,21 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 	case errors.As(err, &conflictErr):
 		msg := describeConflicts(conflictErr.Conflicts)
 		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
-		r.event(p.obj, corev1.EventTypeWarning, ReasonConflict, "%s", msg)
+		p.event(corev1.EventTypeWarning, ReasonConflict, "%s", msg)
 		return skeleton.Stop(ctrl.Result{}), patchintent.WriteLedger(st, p.d.Ledger, p.uid())
 	case errors.Is(err, ownershipcore.ErrTargetGone):
-		return r.targetMissing(p.obj, p.ref)
+		return r.targetMissing(p.unit, p.ref)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return r.fail(p.obj, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err})
+		return r.fail(p.unit, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err})
 	case errors.Is(err, ownershipcore.ErrInvalidIntent):
 		// Refused locally, before any request: only a spec change helps.
-		return r.fail(p.obj, skeleton.Terminal(ReasonInvalidPatch, "%w", err))
+		return r.fail(p.unit, skeleton.Terminal(ReasonInvalidPatch, "%w", err))
 	case ownershipcore.IsTerminal(err):
 		// 422 Invalid, 400, or a 500 for a patch the apiserver cannot type
 		// (a float where an int32 belongs): terminal until the spec changes.
-		return r.fail(p.obj, skeleton.Terminal(ReasonInvalidPatch, "the apiserver rejected the patch: %w", err))
+		return r.fail(p.unit, skeleton.Terminal(ReasonInvalidPatch, "the apiserver rejected the patch: %w", err))
 	case err != nil:
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	log.FromContext(ctx).V(1).Info("applied", "action", p.res.Action, "target", objectName(p.ref), "forced", len(p.res.Forced), "yielded", len(p.res.Yielded))
 	return skeleton.Next(), nil
@@ -226,7 +226,7 @@ func (r *Reconciler) phaseApply(ctx context.Context, p *pass) (skeleton.Step, er
 // phaseApplied reports what the apply did (an event; a repair counts in
 // the contest) and writes the record and the owned fields into status.
 func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, error) {
-	st := p.obj.PatchStatus()
+	st := p.st
 	if p.res.Wrote() {
 		st.LastAppliedTime = &metav1.Time{Time: p.now}
 		r.appliedEvent(p)
@@ -237,7 +237,7 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 	if p.res.Object != nil {
 		var err error
 		if after, err = ownershipcore.Owners(p.res.Object); err != nil {
-			return r.fail(p.obj, err)
+			return r.fail(p.unit, err)
 		}
 		// The fields this apply took without force are recorded now, with
 		// the owners its answer shows (patchintent.Decision.Applied: the
@@ -246,20 +246,20 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 		// write before the apply): the next reconcile records them the
 		// same way, as fields the patch holds with no record. Forced ones
 		// were recorded before the apply.
-		if before := p.d.Owners.Applied(p.manager); before != nil && !p.d.Taken(after).Intersection(before.Fields).Empty() && r.refreshRecord(ctx, p.obj) {
+		if before := p.d.Owners.Applied(p.manager); before != nil && !p.d.Taken(after).Intersection(before.Fields).Empty() && r.refreshRecord(ctx, p.unit) {
 			// Held before this apply with no record: a lost status write,
 			// or a cached FieldPatch behind the apiserver's. The latter
 			// has the record; continue from it.
-			l, err := patchintent.ReadLedger(p.obj.PatchStatus(), p.uid())
+			l, err := patchintent.ReadLedger(p.st, p.uid())
 			if err != nil {
-				return r.fail(p.obj, err)
+				return r.fail(p.unit, err)
 			}
 			p.d.Rebase(l)
 		}
 		p.d.Applied(after)
 	}
 	if err := patchintent.WriteLedger(st, p.d.Ledger, p.uid()); err != nil {
-		return r.fail(p.obj, err)
+		return r.fail(p.unit, err)
 	}
 	reportFields(st, after, p.manager)
 	return skeleton.Next(), nil
@@ -270,24 +270,24 @@ func (r *Reconciler) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, 
 func (r *Reconciler) appliedEvent(p *pass) {
 	switch {
 	case p.drifter != "" && r.contests.Repaired(p.key, p.drifter, p.now) >= 2:
-		r.event(p.obj, corev1.EventTypeWarning, ReasonContested, "field manager %s took patched fields back again; repairs are backed off", ownershipcore.DescribeManager(p.drifter))
+		p.event(corev1.EventTypeWarning, ReasonContested, "field manager %s took patched fields back again; repairs are backed off", ownershipcore.DescribeManager(p.drifter))
 		p.requeue = r.contests.Base() // see whether the repair holds
 	case p.drifted && p.drifter != "":
-		r.event(p.obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %s", ownershipcore.DescribeManager(p.drifter))
+		p.event(corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields taken by field manager %s", ownershipcore.DescribeManager(p.drifter))
 	case p.drifted:
-		r.event(p.obj, corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
+		p.event(corev1.EventTypeNormal, ReasonDriftRepaired, "repaired patched fields that another actor removed")
 	default:
-		r.event(p.obj, corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", patchintent.CountLeaves(p.d.IntentSet), p.ref.GetKind(), objectName(p.ref))
+		p.event(corev1.EventTypeNormal, ReasonApplied, "applied %d fields to %s %s", patchintent.CountLeaves(p.d.IntentSet), p.ref.GetKind(), objectName(p.ref))
 	}
 }
 
 // phaseReport sets Ready, or Contested while a contest over the target
 // lasts (looking again when it may time out).
 func (r *Reconciler) phaseReport(_ context.Context, p *pass) (skeleton.Step, error) {
-	st, gen := p.obj.PatchStatus(), p.obj.GetGeneration()
+	st, gen := p.st, p.gen()
 	if c := r.contests.Current(p.key, p.now); c != "" {
 		msg := fmt.Sprintf("field manager %s keeps taking back patched fields; repairs are backed off", ownershipcore.DescribeManager(c))
-		if left := r.contested(p.obj, c, msg, p.now); left > 0 && (p.requeue == 0 || left < p.requeue) {
+		if left := r.contested(p.unit, c, msg, p.now); left > 0 && (p.requeue == 0 || left < p.requeue) {
 			p.requeue = left
 		}
 		return skeleton.NextAfter(p.requeue), nil

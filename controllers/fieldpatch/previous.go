@@ -36,11 +36,12 @@ import (
 const LabelPreviousValuesOf = "fieldops.dev/previous-values-of"
 
 // previousValuesKey is where obj's previous values are kept.
-func (r *Reconciler) previousValuesKey(obj v1alpha1.Patcher) (client.ObjectKey, error) {
+func (r *Reconciler) previousValuesKey(u *unit) (client.ObjectKey, error) {
+	obj := u.obj
 	name := patchintent.PreviousValuesName(obj.GetUID())
-	if sh := r.shadowOf(obj); sh != nil {
+	if u.target != nil {
 		// A selector patch keeps one Secret per target.
-		name = patchintent.PreviousValuesTargetName(obj.GetUID(), sh.target)
+		name = patchintent.PreviousValuesTargetName(obj.GetUID(), u.target.uid)
 	}
 	if !r.Cluster {
 		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, nil
@@ -68,7 +69,7 @@ func (r *Reconciler) secretsClient(applier *ownershipcore.Applier) client.Client
 // first write), in one create or optimistically locked update of the
 // Secret. Other policies keep nothing.
 func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
-	if p.obj.PatchSpec().DeletionPolicy != v1alpha1.DeletionPolicyRestore || live == nil || len(forced) == 0 {
+	if p.spec.DeletionPolicy != v1alpha1.DeletionPolicyRestore || live == nil || len(forced) == 0 {
 		return nil
 	}
 	m := p.applier.Model()
@@ -76,7 +77,7 @@ func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unst
 	if err != nil {
 		return fmt.Errorf("previous values: %w", err)
 	}
-	key, err := r.previousValuesKey(p.obj)
+	key, err := r.previousValuesKey(p.unit)
 	if err != nil {
 		return err
 	}
@@ -123,11 +124,11 @@ func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.Objec
 // readPreviousValues reads obj's previous values for the target with uid;
 // nil when none were kept (the patch forced nothing, or its Secret is
 // gone: then the fields are handed back as HandBack does).
-func (r *Reconciler) readPreviousValues(ctx context.Context, applier *ownershipcore.Applier, obj v1alpha1.Patcher, uid string) (*unstructured.Unstructured, error) {
-	if obj.PatchSpec().DeletionPolicy != v1alpha1.DeletionPolicyRestore {
+func (r *Reconciler) readPreviousValues(ctx context.Context, applier *ownershipcore.Applier, u *unit, uid string) (*unstructured.Unstructured, error) {
+	if u.spec.DeletionPolicy != v1alpha1.DeletionPolicyRestore {
 		return nil, nil
 	}
-	key, err := r.previousValuesKey(obj)
+	key, err := r.previousValuesKey(u)
 	if err != nil {
 		return nil, err
 	}

@@ -35,17 +35,17 @@ import (
 // refreshRecord reads obj fresh from the apiserver and, when its record of
 // previous owners differs from the cached copy's, takes the fresh record
 // into obj's status. It reports whether anything changed.
-func (r *Reconciler) refreshRecord(ctx context.Context, obj v1alpha1.Patcher) bool {
-	if r.shadowOf(obj) != nil {
+func (r *Reconciler) refreshRecord(ctx context.Context, u *unit) bool {
+	if u.target != nil {
 		// A target's pass of a selector patch runs on the records the
 		// reconcile read (and saved): nothing newer to read.
 		return false
 	}
 	fresh := r.newObject()
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(u.obj), fresh); err != nil {
 		return false
 	}
-	st, fst := obj.PatchStatus(), fresh.PatchStatus()
+	st, fst := u.st, fresh.PatchStatus()
 	if fst.TargetUID == st.TargetUID && equality.Semantic.DeepEqual(fst.RecordedFields, st.RecordedFields) {
 		return false
 	}
@@ -56,12 +56,12 @@ func (r *Reconciler) refreshRecord(ctx context.Context, obj v1alpha1.Patcher) bo
 // targetMissing reports a target that does not exist (or was replaced
 // while we wrote): nothing is written, and the target's watch brings the
 // patch back when it appears.
-func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstructured) (skeleton.Step, error) {
+func (r *Reconciler) targetMissing(u *unit, ref *unstructured.Unstructured) (skeleton.Step, error) {
 	msg := fmt.Sprintf("target %s %s not found; it is patched when it appears", ref.GetKind(), objectName(ref))
-	if c := meta.FindStatusCondition(obj.PatchStatus().Conditions, ConditionReady); c == nil || c.Reason != ReasonTargetNotFound {
-		r.event(obj, corev1.EventTypeWarning, ReasonTargetNotFound, "%s", msg)
+	if c := meta.FindStatusCondition(u.st.Conditions, ConditionReady); c == nil || c.Reason != ReasonTargetNotFound {
+		u.event(corev1.EventTypeWarning, ReasonTargetNotFound, "%s", msg)
 	}
-	setWaiting(obj.PatchStatus(), obj.GetGeneration(), ReasonTargetNotFound, msg)
+	setWaiting(u.st, u.gen(), ReasonTargetNotFound, msg)
 	return skeleton.Stop(ctrl.Result{}), nil
 }
 
@@ -70,13 +70,13 @@ func (r *Reconciler) targetMissing(obj v1alpha1.Patcher, ref *unstructured.Unstr
 // forever); the patch waits until that object lets the fields go (it is
 // deleted and hands them back, or its patch changes), which the target's
 // watch brings here.
-func (r *Reconciler) contestedByFieldops(obj v1alpha1.Patcher, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, manager string, rival ownershipcore.FieldopsObject) (skeleton.Step, error) {
-	st := obj.PatchStatus()
+func (r *Reconciler) contestedByFieldops(u *unit, ledger *ownershipcore.Ledger, live *unstructured.Unstructured, manager string, rival ownershipcore.FieldopsObject) (skeleton.Step, error) {
+	st := u.st
 	msg := fmt.Sprintf("%s (field manager %q) took patched fields; fieldops objects do not fight each other: change or delete one of them", rival, manager)
 	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || (c.Reason != ReasonContested && c.Reason != ReasonContestTimeout) || st.ContestedBy != manager {
-		r.event(obj, corev1.EventTypeWarning, ReasonContested, "%s", msg)
+		u.event(corev1.EventTypeWarning, ReasonContested, "%s", msg)
 	}
-	left := r.contested(obj, manager, msg, time.Now())
+	left := r.contested(u, manager, msg, time.Now())
 	return skeleton.Stop(ctrl.Result{RequeueAfter: left}), patchintent.WriteLedger(st, ledger, string(live.GetUID()))
 }
 
@@ -105,20 +105,20 @@ func contestTimeout(spec *v1alpha1.FieldPatchSpec) time.Duration {
 // health checks) sees a failure instead of progress that never ends.
 // Repairs go on, backed off, either way. It returns the time left until
 // the timeout (0 once past), for the caller to look again then.
-func (r *Reconciler) contested(obj v1alpha1.Patcher, manager, msg string, now time.Time) time.Duration {
-	st, gen := obj.PatchStatus(), obj.GetGeneration()
+func (r *Reconciler) contested(u *unit, manager, msg string, now time.Time) time.Duration {
+	st, gen := u.st, u.gen()
 	if st.ContestedBy != manager || st.ContestedSince == nil {
 		st.ContestedSince = &metav1.Time{Time: now}
 	}
 	st.ContestedBy = manager
-	timeout := contestTimeout(obj.PatchSpec())
+	timeout := contestTimeout(u.spec)
 	if left := st.ContestedSince.Add(timeout).Sub(now); left > 0 {
 		setWaiting(st, gen, ReasonContested, msg)
 		return left
 	}
 	stalledMsg := fmt.Sprintf("contested by field manager %s for more than %s (spec.contestTimeout): %s", ownershipcore.DescribeManager(manager), timeout, msg)
 	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c == nil || c.Reason != ReasonContestTimeout {
-		r.event(obj, corev1.EventTypeWarning, ReasonContestTimeout, "%s", stalledMsg)
+		u.event(corev1.EventTypeWarning, ReasonContestTimeout, "%s", stalledMsg)
 	}
 	setStalled(st, gen, ReasonContestTimeout, notes.Condition(stalledMsg))
 	return 0
@@ -151,7 +151,7 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, p *pass) (*unstructure
 	target := p.ref.DeepCopy()
 	target.SetUID(p.live.GetUID())
 	var err error
-	if give.Restore, err = r.readPreviousValues(ctx, p.applier, p.obj, p.uid()); err != nil {
+	if give.Restore, err = r.readPreviousValues(ctx, p.applier, p.unit, p.uid()); err != nil {
 		return nil, err
 	}
 	res, out, err := p.applier.LetGo(ctx, target, p.live, p.manager, give)
@@ -163,7 +163,7 @@ func (r *Reconciler) giveBackDropped(ctx context.Context, p *pass) (*unstructure
 		return p.live, nil
 	}
 	given := out.Moved.Union(out.Released)
-	r.event(p.obj, corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.obj.PatchSpec().DeletionPolicy), restoredNote(out), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
+	p.event(corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.spec.DeletionPolicy), restoredNote(out), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
 	return res.Object, nil
 }
 
@@ -195,8 +195,8 @@ func firstN(items []string, n int) []string {
 // ignorable-paths plugins name. ignoreFailure is the failure of such a
 // plugin, if one failed (its event is recorded here; pluginCondition
 // reports it).
-func (r *Reconciler) decide(ctx context.Context, obj v1alpha1.Patcher, live *unstructured.Unstructured, manager string) (_ *patchintent.Decision, ignoreFailure string, _ error) {
-	spec := obj.PatchSpec()
+func (r *Reconciler) decide(ctx context.Context, u *unit, live *unstructured.Unstructured, manager string) (_ *patchintent.Decision, ignoreFailure string, _ error) {
+	spec := u.spec
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
 		return nil, "", skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
@@ -207,9 +207,9 @@ func (r *Reconciler) decide(ctx context.Context, obj v1alpha1.Patcher, live *uns
 	}
 	for _, f := range failed {
 		ignoreFailure = fmt.Sprintf("%v; no extra paths ignored", f)
-		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", ignoreFailure)
+		u.event(corev1.EventTypeWarning, ReasonPluginFailed, "%s", ignoreFailure)
 	}
-	d, err := patchintent.Decide(r.Applier, patchintent.Input{Spec: spec, Status: obj.PatchStatus(), Live: live, Manager: manager, Ignore: ignore.Union(extra)})
+	d, err := patchintent.Decide(r.Applier, patchintent.Input{Spec: spec, Status: u.st, Live: live, Manager: manager, Ignore: ignore.Union(extra)})
 	var invalid *patchintent.InvalidError
 	switch {
 	case errors.As(err, &invalid):
@@ -227,8 +227,8 @@ func (r *Reconciler) decide(ctx context.Context, obj v1alpha1.Patcher, live *uns
 // conflict plugin is configured, or when the patch names no plugin at all.
 // With a conflict plugin whose last answer is not known yet, it is left
 // to strategy, which sets it when that plugin is asked.
-func pluginCondition(obj v1alpha1.Patcher, ignoreFailure string) {
-	spec, conds, gen := obj.PatchSpec(), &obj.PatchStatus().Conditions, obj.GetGeneration()
+func pluginCondition(u *unit, ignoreFailure string) {
+	spec, conds, gen := u.spec, &u.st.Conditions, u.gen()
 	conflictPlugin := spec.ConflictPolicy == v1alpha1.ConflictPolicyPlugin
 	switch {
 	case ignoreFailure != "":
@@ -282,8 +282,8 @@ func reportFields(st *v1alpha1.FieldPatchStatus, owners ownershipcore.ManagedFie
 // When the plugin is asked, PluginFailure says how it answered: True with
 // its failure, or (it answered) ignoreFailure, this reconcile's failure of
 // an ignorable-paths plugin, if any.
-func (r *Reconciler) strategy(obj v1alpha1.Patcher, ignoreFailure string) (ownershipcore.ConflictStrategy, error) {
-	spec := obj.PatchSpec()
+func (r *Reconciler) strategy(u *unit, ignoreFailure string) (ownershipcore.ConflictStrategy, error) {
+	spec := u.spec
 	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
 		s, err := builtinStrategy(spec.ConflictPolicy)
 		if err != nil {
@@ -299,8 +299,8 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher, ignoreFailure string) (owner
 	s, err := r.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
 		failed = true
 		msg := fmt.Sprintf("%v; conflicts decided by conflictPluginFallback", err)
-		r.event(obj, corev1.EventTypeWarning, ReasonPluginFailed, "%s", msg)
-		conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), msg)
+		u.event(corev1.EventTypeWarning, ReasonPluginFailed, "%s", msg)
+		conditions.SetPluginFailure(&u.st.Conditions, u.gen(), msg)
 	})
 	if err != nil {
 		return nil, skeleton.Terminal(ReasonPluginUnavailable, "conflictPlugin: %v", err)
@@ -309,7 +309,7 @@ func (r *Reconciler) strategy(obj v1alpha1.Patcher, ignoreFailure string) (owner
 	// through reconciles with no conflict, and goes once it answers.
 	answered := func() {
 		if !failed {
-			conditions.SetPluginFailure(&obj.PatchStatus().Conditions, obj.GetGeneration(), ignoreFailure)
+			conditions.SetPluginFailure(&u.st.Conditions, u.gen(), ignoreFailure)
 		}
 	}
 	return conflicts.Rules(spec.ConflictRules, askedStrategy{s, answered}), nil

@@ -39,11 +39,11 @@ import (
 // A selector patch (spec.targetSelector) runs, for every target it
 // matches, the single-target phases of this controller (intent, record,
 // drift, apply, applied, report: patchintent.Decide, RecordForced and the
-// ownership core's Apply and LetGo, the one write path) on a shadow of
-// the patch: a copy whose spec names that one target and whose status
-// holds that target's record of previous owners. What the shadow's phases
-// write to its status is the target's new record; what they would write
-// to the apiserver is redirected:
+// ownership core's Apply and LetGo, the one write path) on the target's
+// unit (targetUnit): the patch's spec naming that one target, and as
+// status that target's record of previous owners. What the phases write
+// to that status is the target's new record; what they would write to the
+// apiserver is redirected:
 //
 //   - a record that must reach the apiserver before a forced write
 //     (saveRecord) is collected instead (errRecordFirst): every such record
@@ -61,25 +61,6 @@ var errRecordFirst = errors.New("the record of previous owners is saved first")
 // selectorWorkers is how many targets of one selector patch are decided
 // and applied at once.
 const selectorWorkers = 8
-
-// shadow is one target's pass of a selector patch.
-type shadow struct {
-	target types.UID
-	name   string
-	events *eventLog
-	// stored is the target's record as stored (nil: none).
-	stored *targetEntry
-	// pending is the record to save before the target's write.
-	pending *v1alpha1.FieldPatchStatus
-}
-
-// shadowOf is the shadow obj is, nil for a patch itself.
-func (r *Reconciler) shadowOf(obj v1alpha1.Patcher) *shadow {
-	if v, ok := r.shadows.Load(obj); ok {
-		return v.(*shadow)
-	}
-	return nil
-}
 
 // eventLog collects the events of a reconcile's target passes, by reason.
 type eventLog struct {
@@ -268,7 +249,9 @@ type targetResult struct {
 
 // selectorPass is the state of one reconcile of a selector patch.
 type selectorPass struct {
-	obj     v1alpha1.Patcher
+	obj v1alpha1.Patcher
+	// patch is obj's own unit: its status and events.
+	patch   *unit
 	manager string
 	sel     *compiledSelector
 	applier *ownershipcore.Applier
@@ -291,23 +274,23 @@ type selectorPass struct {
 // records of previous owners that must come first in one status write),
 // give back the targets that stopped matching, and report.
 func (r *Reconciler) reconcileSelector(ctx context.Context, obj v1alpha1.Patcher, manager string) (skeleton.Step, error) {
-	sp := &selectorPass{obj: obj, manager: manager, events: &eventLog{}, now: time.Now()}
+	sp := &selectorPass{obj: obj, patch: r.patchUnit(obj), manager: manager, events: &eventLog{}, now: time.Now()}
 	var err error
 	if sp.sel, err = r.compileSelector(obj); err != nil {
-		return r.fail(obj, err)
+		return r.fail(sp.patch, err)
 	}
 	if sp.applier, sp.account, err = r.applierFor(obj); err != nil {
-		return r.fail(obj, err)
+		return r.fail(sp.patch, err)
 	}
 	if step, ok, err := r.listTargets(sp); !ok {
 		return step, err
 	}
 	if err := r.recordAhead(ctx, sp); err != nil {
-		return r.fail(obj, err)
+		return r.fail(sp.patch, err)
 	}
 	r.runPasses(ctx, sp, nil)
 	if err := r.recordFirst(ctx, sp); err != nil {
-		return r.fail(obj, err)
+		return r.fail(sp.patch, err)
 	}
 	leaveErrs := r.leaveUnmatched(ctx, sp)
 	return r.reportSelector(sp, leaveErrs)
@@ -320,7 +303,7 @@ func (r *Reconciler) listTargets(sp *selectorPass) (_ skeleton.Step, ok bool, _ 
 	st, gen, sel := sp.obj.PatchStatus(), sp.obj.GetGeneration(), sp.sel
 	w, err := r.selectors.ensure(client.ObjectKeyFromObject(sp.obj), sel.watchKey(sp.account), sel.nsLabels != nil)
 	if err != nil {
-		step, err := r.fail(sp.obj, err)
+		step, err := r.fail(sp.patch, err)
 		return step, false, err
 	}
 	sp.w = w
@@ -330,7 +313,7 @@ func (r *Reconciler) listTargets(sp *selectorPass) (_ skeleton.Step, ok bool, _ 
 	}
 	if !synced {
 		if werr != nil {
-			step, err := r.fail(sp.obj, tenant.Explain(sp.account, fmt.Errorf("list %s: %w", sel.gvr.Resource, werr)))
+			step, err := r.fail(sp.patch, tenant.Explain(sp.account, fmt.Errorf("list %s: %w", sel.gvr.Resource, werr)))
 			return step, false, err
 		}
 		setWaiting(st, gen, ReasonListingTargets, fmt.Sprintf("listing the %s the selector may match", sel.gvr.Resource))
@@ -617,8 +600,8 @@ func (r *Reconciler) targetPhases() []skeleton.Phase[*pass] {
 }
 
 // targetPass runs the single-target phases for the target h (held by the
-// selector watch; decoded into a copy of the pass's own) on a shadow of
-// the patch holding the target's stored record. A target whose version
+// selector watch; decoded into a copy of the pass's own) on the
+// target's unit, holding its stored record. A target whose version
 // and the patch's generation are those of a pass that found it applied
 // is skipped before it is decoded (no decision, no request): a quiet
 // selector patch costs nothing.
@@ -641,25 +624,21 @@ func (r *Reconciler) targetPass(ctx context.Context, sp *selectorPass, h targetc
 		return targetResult{entry: r.keptRecord(sp, h, stored), class: classSkipped, reason: ReasonForbiddenTarget, message: msg}
 	}
 	gvk := live.GroupVersionKind()
-	sh := &shadow{target: uid, name: fmt.Sprintf("%s %s", gvk.Kind, objectName(live)), events: sp.events, stored: stored}
-	so := r.shadowObject(obj, live, stored, sp.w.reason(uid), sp.manager, sp.now)
+	u := targetUnit(obj, live, stored, sp.w.reason(uid), sp.manager, sp.now, sp.events)
 	if !sp.wroteBefore[uid] {
-		so.PatchStatus().LastAppliedTime = nil
+		u.st.LastAppliedTime = nil
 	}
-	r.shadows.Store(so, sh)
-	defer r.shadows.Delete(so)
-
 	ref := &unstructured.Unstructured{}
 	ref.SetGroupVersionKind(gvk)
 	ref.SetNamespace(live.GetNamespace())
 	ref.SetName(live.GetName())
-	p := &pass{obj: so, manager: sp.manager, ref: ref, live: live, applier: sp.applier, account: sp.account}
+	p := &pass{unit: u, manager: sp.manager, ref: ref, live: live, applier: sp.applier, account: sp.account}
 	res, _, err := skeleton.RunPhases(ctx, p, r.targetPhases())
-	if sh.pending != nil {
-		return targetResult{entry: stored, pending: sh.pending}
+	if u.target.pending != nil {
+		return targetResult{entry: stored, pending: u.target.pending}
 	}
 	out := targetResult{requeue: res.RequeueAfter, wrote: p.res.Wrote()}
-	sst := so.PatchStatus()
+	sst := u.st
 	entry := &targetEntry{rec: v1alpha1.TargetRecord{Namespace: live.GetNamespace(), Name: live.GetName(), UID: string(uid), Fields: int32(sst.FieldCount), ContestedBy: sst.ContestedBy, ContestedSince: sst.ContestedSince}}
 	entry.takeLedger(sst)
 	after := live
@@ -720,8 +699,8 @@ func (r *Reconciler) keptRecord(sp *selectorPass, h targetcache.Held, stored *ta
 }
 
 // classify sets the class, reason and message of a target's pass from
-// the Ready and Stalled conditions its phases left on the shadow's status
-// st, and err, the phases' error.
+// the Ready and Stalled conditions its phases left on the target unit's
+// status st, and err, the phases' error.
 func classify(out *targetResult, st *v1alpha1.FieldPatchStatus, err error) {
 	c := meta.FindStatusCondition(st.Conditions, ConditionReady)
 	switch {
@@ -749,11 +728,12 @@ func classify(out *targetResult, st *v1alpha1.FieldPatchStatus, err error) {
 	}
 }
 
-// shadowObject is obj as a single-target patch of live: its spec with
-// target naming live, its status the stored record of live (and, for a
-// target not applied at the last reconcile, that reason, so that its
-// events are recorded when the reason changes, as for a single target).
-func (r *Reconciler) shadowObject(obj v1alpha1.Patcher, live *unstructured.Unstructured, stored *targetEntry, lastReason, manager string, now time.Time) v1alpha1.Patcher {
+// targetUnit is the unit of the target live of the selector patch obj:
+// obj's spec with target naming live, and as status the stored record of
+// live (and, for a target not applied at the last reconcile, that reason,
+// so that its events are recorded when the reason changes, as for a
+// single target). Its events go to events, named after the target.
+func targetUnit(obj v1alpha1.Patcher, live *unstructured.Unstructured, stored *targetEntry, lastReason, manager string, now time.Time, events *eventLog) *unit {
 	spec := obj.PatchSpec().DeepCopy()
 	spec.TargetSelector = nil
 	spec.Target = v1alpha1.TargetReference{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Name: live.GetName(), Namespace: live.GetNamespace()}
@@ -775,21 +755,20 @@ func (r *Reconciler) shadowObject(obj v1alpha1.Patcher, live *unstructured.Unstr
 	case stored != nil:
 		setReady(&st, gen, "")
 	}
-	meta := obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta).DeepCopy()
-	meta.ManagedFields = nil
-	if r.Cluster {
-		return &v1alpha1.ClusterFieldPatch{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ClusterFieldPatch"}, ObjectMeta: *meta, Spec: *spec, Status: st}
-	}
-	return &v1alpha1.FieldPatch{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "FieldPatch"}, ObjectMeta: *meta, Spec: *spec, Status: st}
+	name := fmt.Sprintf("%s %s", live.GetKind(), objectName(live))
+	return &unit{obj: obj, spec: spec, st: &st, target: &selectorTarget{uid: live.GetUID(), name: name, stored: stored}, sink: func(typ, reason, note string) {
+		events.add(typ, reason, name+": "+note)
+	}}
 }
 
-// saveShadowRecord is saveRecord for a target's pass: the target's stored
-// record continued (Follow with owners and present, then change); when it
-// differs from the stored one, it is kept as the pass's pending record
-// and errRecordFirst stops the pass (the reconcile saves every pending
-// record in one status write and runs the pass again).
-func (r *Reconciler) saveShadowRecord(sh *shadow, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
-	uid := p.uid()
+// saveTargetRecord is saveRecord for a target of a selector patch: the
+// target's stored record continued (Follow with owners and present, then
+// change); when it differs from the stored one, it is kept as the
+// target's pending record and errRecordFirst stops its pass (the
+// reconcile saves every pending record in one status write and runs the
+// pass again).
+func saveTargetRecord(p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+	sh, uid := p.target, p.uid()
 	stored := &v1alpha1.FieldPatchStatus{}
 	if sh.stored != nil {
 		sh.stored.ledgerStatus(stored)
@@ -897,12 +876,9 @@ func (r *Reconciler) giveBackTarget(ctx context.Context, obj v1alpha1.Patcher, m
 	if target == nil {
 		target = ref
 	}
-	so := r.shadowObject(obj, target, e, "", manager, time.Now())
-	so.PatchStatus().TargetUID = e.rec.UID
-	sh := &shadow{target: types.UID(e.rec.UID), name: fmt.Sprintf("%s %s", gvk.Kind, objectName(ref)), events: events, stored: e}
-	r.shadows.Store(so, sh)
-	defer r.shadows.Delete(so)
-	err := r.giveBack(ctx, applier, so, ref, manager, live)
+	u := targetUnit(obj, target, e, "", manager, time.Now(), events)
+	u.st.TargetUID, u.target.uid = e.rec.UID, types.UID(e.rec.UID)
+	err := r.giveBack(ctx, applier, u, ref, manager, live)
 	var read targetReadError
 	if errors.As(err, &read) && apierrors.IsForbidden(err) && e.rec.Fields == 0 && e.emptyLedger() {
 		// A target recorded with no field and no previous owner that the
