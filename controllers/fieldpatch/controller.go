@@ -93,11 +93,14 @@ type Reconciler struct {
 	watches      *watch.Watches
 	contests     *ownershipcore.Contests
 	contestsOnce sync.Once
-	// outcomes are the conflicts the apiserver last answered, by
-	// FieldPatch (see phaseApply).
-	outcomes sync.Map
-	once     sync.Once
-	skel     *skeleton.Reconciler[v1alpha1.Patcher, *pass]
+	// records, exec and run are the parts of a reconcile (records.go,
+	// exec.go, run.go), built with the skeleton.
+	records *records
+	exec    *executor
+	run     *runner
+	sel     *selectorReconciler
+	once    sync.Once
+	skel    *skeleton.Reconciler[v1alpha1.Patcher, *pass]
 	// timers wake the reconcile of an expiring patch (phaseExpiry)
 	// through wake.
 	timers expiryTimers
@@ -106,8 +109,11 @@ type Reconciler struct {
 	selectors *selectorWatches
 }
 
-func (r *Reconciler) newObject() v1alpha1.Patcher {
-	if r.Cluster {
+func (r *Reconciler) newObject() v1alpha1.Patcher { return newPatch(r.Cluster) }
+
+// newPatch is an empty ClusterFieldPatch (cluster) or FieldPatch.
+func newPatch(cluster bool) v1alpha1.Patcher {
+	if cluster {
 		return &v1alpha1.ClusterFieldPatch{}
 	}
 	return &v1alpha1.FieldPatch{}
@@ -125,6 +131,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.wake = make(chan event.GenericEvent)
 	r.selectors = newSelectorWatches(mgr.GetConfig())
+	r.sel.watches = r.selectors
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
@@ -151,6 +158,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.watches, err = watch.New(mgr, c, list, r.CacheReader)
+	r.exec.watches = r.watches
 	return err
 }
 
@@ -168,7 +176,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // skeleton is the reconcile's shape, built once.
 func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 	r.once.Do(func() {
-		r.skel = &skeleton.Reconciler[v1alpha1.Patcher, *pass]{
+		r.contestsOnce.Do(func() { r.contests = ownershipcore.NewContestsBase(r.ContestBase) })
+		r.skel = &skeleton.Reconciler[v1alpha1.Patcher, *pass]{}
+		r.records = &records{Client: r.Client, APIReader: r.APIReader, Applier: r.Applier, Cluster: r.Cluster, Tenancy: r.Tenancy, Writes: &r.skel.Writes}
+		r.exec = &executor{records: r.records, watches: r.watches, controller: r.controllerName()}
+		r.run = &runner{Applier: r.Applier, Plugins: r.Plugins, contests: r.contests, records: r.records, exec: r.exec}
+		r.sel = &selectorReconciler{watches: r.selectors, client: r.Client, cluster: r.Cluster, ownNamespace: r.Tenancy.OwnNamespace, contests: r.contests,
+			records: r.records, exec: r.exec, run: r.run, applierFor: r.applierFor, patchUnit: r.patchUnit}
+		*r.skel = skeleton.Reconciler[v1alpha1.Patcher, *pass]{
 			Client:             r.Client,
 			APIReader:          r.APIReader,
 			New:                r.newObject,
@@ -182,16 +197,16 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 				{Name: "settings", Run: r.phaseSettings},
 				{Name: "selector", Run: r.phaseSelector},
 				{Name: "target", Run: r.phaseTarget},
-				{Name: "intent", Run: r.phaseIntent},
-				{Name: "record", Run: r.phaseRecord},
-				{Name: "drift", Run: r.phaseDrift},
-				{Name: "apply", Run: r.phaseApply},
-				{Name: "applied", Run: r.phaseApplied},
-				{Name: "report", Run: r.phaseReport},
+				{Name: "intent", Run: r.run.phaseIntent},
+				{Name: "record", Run: r.run.phaseRecord},
+				{Name: "drift", Run: r.run.phaseDrift},
+				{Name: "apply", Run: r.run.phaseApply},
+				{Name: "applied", Run: r.run.phaseApplied},
+				{Name: "report", Run: r.run.phaseReport},
 			},
 			Delete: r.reconcileDelete,
 			Forget: func(key client.ObjectKey) {
-				r.outcomes.Delete(key)
+				r.exec.outcomes.Delete(key)
 				r.timers.stop(key)
 				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
 				r.watches.Release(key) // its target is watched no more
@@ -269,7 +284,7 @@ func (r *Reconciler) event(obj v1alpha1.Patcher, typ, reason, format string, arg
 // target. A spec error (skeleton.Terminal) is Stalled and returned as
 // the terminal error it is; a skeleton.ReasonError that is not terminal
 // is Stalled and retried slowly.
-func (r *Reconciler) fail(u *unit, err error) (skeleton.Step, error) {
+func fail(u *unit, err error) (skeleton.Step, error) {
 	st, gen := u.st, u.gen()
 	msg := redact.Message(err)
 	if re, ok := skeleton.Reason(err); ok {

@@ -25,7 +25,6 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
-	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
@@ -63,7 +62,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 	}
 	giveBack := r.giveBackOnDelete
 	if obj.PatchSpec().TargetSelector != nil {
-		giveBack = r.giveBackSelector
+		giveBack = r.sel.giveBackSelector
 	}
 	if err := giveBack(ctx, obj, manager); err != nil {
 		// Forbidden included: the finalizer stays until the account may
@@ -100,7 +99,7 @@ func (r *Reconciler) giveBackOnDelete(ctx context.Context, obj v1alpha1.Patcher,
 		return tenant.Explain(account, err)
 	}
 	ref.SetUID(uid)
-	if err := r.giveBack(ctx, applier, r.patchUnit(obj), ref, manager, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
+	if err := r.exec.giveBack(ctx, applier, r.patchUnit(obj), ref, manager, nil); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) {
 		return tenant.Explain(account, err)
 	}
 	return nil
@@ -140,125 +139,6 @@ func (r *Reconciler) writtenTo(ctx context.Context, applier *ownershipcore.Appli
 type targetReadError struct{ error }
 
 func (e targetReadError) Unwrap() error { return e.error }
-
-// giveBack runs the deletion policy on the target ref (which carries the
-// recorded UID) in one guarded write (ownershipcore.Applier.LetGo): the
-// target is read from the target cache (a copy without our entry is read
-// again fresh), the policy's LetGo is computed from it and committed as
-// one JSON patch guarded by its UID and resourceVersion (a stale copy
-// costs a refused write and a fresh read). One event reports what
-// happened.
-//
-// cached, when not nil, is the target as a watch holds it (a selector
-// patch's), read instead of the target cache.
-func (r *Reconciler) giveBack(ctx context.Context, applier *ownershipcore.Applier, u *unit, ref *unstructured.Unstructured, manager string, cached *unstructured.Unstructured) error {
-	st, policy := u.st, u.spec.DeletionPolicy
-	live, err := cached, error(nil)
-	if live == nil {
-		if live, err = applier.Get(ctx, ref); err != nil {
-			return targetReadError{err}
-		}
-	}
-	if live == nil || live.GetUID() != ref.GetUID() || !ownershipcore.HasManager(live, manager) {
-		// Gone, replaced, or no entry of ours: make sure on a fresh read
-		// (the cache may lag behind our last write).
-		if live, err = applier.GetFresh(ctx, ref); err != nil {
-			return targetReadError{err}
-		}
-		if live == nil {
-			return nil
-		}
-		if live.GetUID() != ref.GetUID() {
-			return nil // replaced: the object we wrote to is gone
-		}
-	}
-	owners, present, err := r.observeTarget(live)
-	if err != nil {
-		return err
-	}
-	if !ownershipcore.HasManager(live, manager) {
-		return nil
-	}
-	// Our Apply entry's fields; none when only another entry of ours is
-	// left (an Update entry the apiserver recorded for a removed field it
-	// defaulted again, after an interrupted let-go): the policy's LetGo
-	// still removes every entry of ours.
-	oursFields := fieldset.NewSet()
-	if ours := owners.Applied(manager); ours != nil {
-		oursFields = ours.Fields
-	}
-	ledger, err := patchintent.ReadLedger(st, st.TargetUID)
-	if err != nil {
-		return err
-	}
-	ledger.Follow(owners, present, manager)
-	g := patchintent.DeletionLetGo(policy, ledger, owners, oursFields, manager)
-	if g.Restore, err = r.readPreviousValues(ctx, applier, u, st.TargetUID); err != nil {
-		return err
-	}
-	_, out, err := applier.LetGo(ctx, ref, live, manager, g)
-	if err != nil {
-		return err
-	}
-	r.reportChangedSince(u, applier, live, manager, g.Restore)
-	r.reportGiveBack(u, policy, ref, manager, out)
-	return nil
-}
-
-// reportGiveBack counts a deletion's steps and emits one event for them:
-// HandedBack when fields went back to their previous owners, else
-// Relinquished.
-func (r *Reconciler) reportGiveBack(u *unit, policy v1alpha1.DeletionPolicy, ref *unstructured.Unstructured, manager string, out ownershipcore.Outcome) {
-	kind, name := ref.GetKind(), objectName(ref)
-	var done []string
-	step := func(fields *fieldset.Set, metricStep, format string, args ...interface{}) {
-		if n := patchintent.CountLeaves(fields); n > 0 {
-			metrics.HandBacksTotal.WithLabelValues(r.controllerName(), kind, metricStep).Inc()
-			done = append(done, fmt.Sprintf(format, append([]interface{}{n}, args...)...))
-		}
-	}
-	reason := ReasonRelinquished
-	switch {
-	case !out.Restored.Empty():
-		reason = ReasonRestored
-	case !out.Moved.Empty():
-		reason = ReasonHandedBack
-	}
-	step(out.Restored, metrics.StepRestore, "restored %d fields of %s %s to the values they held before the patch", kind, name)
-	step(out.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners", kind, name)
-	what := "the patch took"
-	if policy == v1alpha1.DeletionPolicyOrphan {
-		what = "of the patch (Orphan)"
-	}
-	step(out.Released, metrics.StepRelinquish, "left %d fields "+what+" on %s %s in place without an owner", kind, name)
-	step(out.Removed, metrics.StepRelinquish, "relinquished the fields of field manager %[2]q on %[3]s %[4]s: the %[1]d fields the patch added were removed", manager, kind, name)
-	step(out.Kept, metrics.StepRelinquish, "released the fields of field manager %[2]q on %[3]s %[4]s: %[1]d fields the patch added could not be removed (%[5]s) and stay without an owner", manager, kind, name, out.Why)
-	if len(done) > 0 {
-		u.event(corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
-	}
-}
-
-// reportChangedSince records, for a Restore, which fields with previous
-// values other managers wrote since the patch did (they keep their values
-// and owners), naming each manager: a Warning event, and a note in the
-// Ready condition while the deletion lasts. Paths and managers only,
-// never a value.
-func (r *Reconciler) reportChangedSince(u *unit, applier *ownershipcore.Applier, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) {
-	if values == nil {
-		return
-	}
-	s, err := ownershipcore.NewState(live, true)
-	if err != nil {
-		return
-	}
-	changed, err := applier.Model().ChangedSince(s, manager, values)
-	if err != nil || len(changed) == 0 {
-		return
-	}
-	msg := "not restored, written since the patch by another field manager: " + describeChanged(changed)
-	setWaiting(u.st, u.gen(), ReasonChangedSince, notes.Condition(msg))
-	u.event(corev1.EventTypeWarning, ReasonChangedSince, "%s", msg)
-}
 
 // describeChanged prints fields by manager: `.data.x (ops), .spec.y (kubectl-edit)`.
 func describeChanged(changed map[string]*fieldset.Set) string {

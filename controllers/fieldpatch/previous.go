@@ -35,29 +35,33 @@ import (
 // UID of its patch.
 const LabelPreviousValuesOf = "fieldops.dev/previous-values-of"
 
+// previousValuesManager is the field manager of the previous values'
+// Secret.
+const previousValuesManager = "fieldops-previous-values"
+
 // previousValuesKey is where obj's previous values are kept.
-func (r *Reconciler) previousValuesKey(u *unit) (client.ObjectKey, error) {
+func (s *records) previousValuesKey(u *unit) (client.ObjectKey, error) {
 	obj := u.obj
 	name := patchintent.PreviousValuesName(obj.GetUID())
 	if u.target != nil {
 		// A selector patch keeps one Secret per target.
 		name = patchintent.PreviousValuesTargetName(obj.GetUID(), u.target.uid)
 	}
-	if !r.Cluster {
+	if !s.Cluster {
 		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, nil
 	}
-	if r.Tenancy.OwnNamespace == "" {
+	if s.Tenancy.OwnNamespace == "" {
 		return client.ObjectKey{}, skeleton.Terminal(ReasonInvalidPatch, "deletionPolicy Restore of a ClusterFieldPatch keeps previous values in the manager's namespace, which the manager was not told (POD_NAMESPACE)")
 	}
-	return client.ObjectKey{Namespace: r.Tenancy.OwnNamespace, Name: name}, nil
+	return client.ObjectKey{Namespace: s.Tenancy.OwnNamespace, Name: name}, nil
 }
 
 // secretsClient writes obj's Secret: a FieldPatch's account's client
 // (applier's), the manager's own for a ClusterFieldPatch, which only
 // cluster administrators create.
-func (r *Reconciler) secretsClient(applier *ownershipcore.Applier) client.Client {
-	if r.Cluster {
-		return r.Client
+func (s *records) secretsClient(applier *ownershipcore.Applier) client.Client {
+	if s.Cluster {
+		return s.Client
 	}
 	return applier.Client
 }
@@ -68,7 +72,7 @@ func (r *Reconciler) secretsClient(applier *ownershipcore.Applier) client.Client
 // earlier value of a field wins: it is the one from before the patch's
 // first write), in one create or optimistically locked update of the
 // Secret. Other policies keep nothing.
-func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
+func (s *records) savePreviousValues(ctx context.Context, p *pass, live *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
 	if p.spec.DeletionPolicy != v1alpha1.DeletionPolicyRestore || live == nil || len(forced) == 0 {
 		return nil
 	}
@@ -77,12 +81,12 @@ func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unst
 	if err != nil {
 		return fmt.Errorf("previous values: %w", err)
 	}
-	key, err := r.previousValuesKey(p.unit)
+	key, err := s.previousValuesKey(p.unit)
 	if err != nil {
 		return err
 	}
 	uid := string(live.GetUID())
-	older, err := r.readPrevious(ctx, p.applier, key, uid)
+	older, err := s.readPrevious(ctx, p.applier, key, uid)
 	if err != nil {
 		return err
 	}
@@ -94,22 +98,18 @@ func (r *Reconciler) savePreviousValues(ctx context.Context, p *pass, live *unst
 	if err != nil {
 		return err
 	}
-	secret := r.previousValuesSecret(p.obj, key, map[string][]byte{patchintent.PreviousValuesKey: raw, patchintent.PreviousTargetKey: []byte(uid)})
-	if err := r.secretsClient(p.applier).Apply(ctx, secret, client.FieldOwner(previousValuesManager), client.ForceOwnership); err != nil {
+	secret := s.previousValuesSecret(p.obj, key, map[string][]byte{patchintent.PreviousValuesKey: raw, patchintent.PreviousTargetKey: []byte(uid)})
+	if err := s.secretsClient(p.applier).Apply(ctx, secret, client.FieldOwner(previousValuesManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("keep the previous values in Secret %s: %w", key, err)
 	}
 	return nil
 }
 
-// previousValuesManager is the field manager of the previous values'
-// Secret.
-const previousValuesManager = "fieldops-previous-values"
-
 // previousValuesSecret is the apply configuration of obj's Secret of
 // previous values holding data, owned by obj.
-func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.ObjectKey, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
+func (s *records) previousValuesSecret(obj v1alpha1.Patcher, key client.ObjectKey, data map[string][]byte) *corev1ac.SecretApplyConfiguration {
 	kind := "FieldPatch"
-	if r.Cluster {
+	if s.Cluster {
 		kind = "ClusterFieldPatch"
 	}
 	return corev1ac.Secret(key.Name, key.Namespace).
@@ -124,15 +124,15 @@ func (r *Reconciler) previousValuesSecret(obj v1alpha1.Patcher, key client.Objec
 // readPreviousValues reads obj's previous values for the target with uid;
 // nil when none were kept (the patch forced nothing, or its Secret is
 // gone: then the fields are handed back as HandBack does).
-func (r *Reconciler) readPreviousValues(ctx context.Context, applier *ownershipcore.Applier, u *unit, uid string) (*unstructured.Unstructured, error) {
+func (s *records) readPreviousValues(ctx context.Context, applier *ownershipcore.Applier, u *unit, uid string) (*unstructured.Unstructured, error) {
 	if u.spec.DeletionPolicy != v1alpha1.DeletionPolicyRestore {
 		return nil, nil
 	}
-	key, err := r.previousValuesKey(u)
+	key, err := s.previousValuesKey(u)
 	if err != nil {
 		return nil, err
 	}
-	return r.readPrevious(ctx, applier, key, uid)
+	return s.readPrevious(ctx, applier, key, uid)
 }
 
 // readPrevious reads the previous values in the Secret key for the target
@@ -140,10 +140,10 @@ func (r *Reconciler) readPreviousValues(ctx context.Context, applier *ownershipc
 // client for a FieldPatch, the manager's API reader for a
 // ClusterFieldPatch or a patch acting with the manager's rights. Nil when
 // there is none.
-func (r *Reconciler) readPrevious(ctx context.Context, applier *ownershipcore.Applier, key client.ObjectKey, uid string) (*unstructured.Unstructured, error) {
+func (s *records) readPrevious(ctx context.Context, applier *ownershipcore.Applier, key client.ObjectKey, uid string) (*unstructured.Unstructured, error) {
 	reader := client.Reader(applier.Client)
-	if r.Cluster || applier == r.Applier {
-		reader = r.reader()
+	if s.Cluster || applier == s.Applier {
+		reader = s.reader()
 	}
 	secret := &corev1.Secret{}
 	if err := reader.Get(ctx, key, secret); err != nil {

@@ -156,8 +156,8 @@ func (s *selectorWatches) ensure(key types.NamespacedName, scope targetcache.Sel
 }
 
 // SelectorChanged queues the patch on an event that concerns it.
-func (w *selectorWatch) SelectorChanged(h targetcache.Held, _ bool) {
-	if w.concerns(h) {
+func (w *selectorWatch) SelectorChanged(h targetcache.Held, gone bool) {
+	if w.concerns(h, gone) {
 		w.owner.enqueue(w.key)
 	}
 }
@@ -170,13 +170,15 @@ func (w *selectorWatch) SelectorSettled(err error) {
 	w.owner.enqueue(w.key)
 }
 
-// concerns reports whether an event of h concerns the patch: not the
-// echo of its own write, and about an object that matches or holds a
-// record of the patch.
-func (w *selectorWatch) concerns(h targetcache.Held) bool {
+// concerns reports whether an event of h concerns the patch: about an
+// object that matches or holds a record of the patch, and not the echo of
+// its own write, unless that write took the object out of the selected
+// set (gone): its fields are then given back, and no other event may come
+// to say so.
+func (w *selectorWatch) concerns(h targetcache.Held, gone bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if rv, ok := w.wrote[h.UID]; ok && rv == h.ResourceVersion {
+	if rv, ok := w.wrote[h.UID]; ok && rv == h.ResourceVersion && !gone {
 		return false
 	}
 	return w.relevant(h)
@@ -294,4 +296,51 @@ func equalLabels(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+func (w *selectorWatch) isConverged(uid types.UID, version string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.converged[uid] == version
+}
+
+func (w *selectorWatch) setConverged(uid types.UID, version string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if version == "" {
+		delete(w.converged, uid)
+		return
+	}
+	w.converged[uid] = version
+}
+
+func (w *selectorWatch) setWrote(uid types.UID, rv string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wrote[uid] = rv
+}
+
+func (w *selectorWatch) reason(uid types.UID) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reasons[uid]
+}
+
+func (w *selectorWatch) setReason(uid types.UID, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if reason == "" {
+		delete(w.reasons, uid)
+		return
+	}
+	w.reasons[uid] = reason
+}
+
+// forget drops what the watch remembers of a target.
+func (w *selectorWatch) forget(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.wrote, uid)
+	delete(w.converged, uid)
+	delete(w.reasons, uid)
 }

@@ -13,17 +13,45 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
+	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
+
+// records is the patch's side of a write to a target: the records of
+// previous owners in its status (written before a write that would
+// destroy what they follow from) and the previous values of
+// deletionPolicy Restore in its Secret. It reads the FieldPatch fresh,
+// never from the cache, where a stale copy would be wrong.
+type records struct {
+	// Client writes the status, and the Secrets of ClusterFieldPatches.
+	Client client.Client
+	// APIReader reads without the cache; nil means Client.
+	APIReader client.Reader
+	// Applier is the manager's own: its model, and its rights for the
+	// Secrets of ClusterFieldPatches.
+	Applier *ownershipcore.Applier
+	Cluster bool
+	Tenancy tenant.Options
+	// Writes is the cache guard of the controller's own writes.
+	Writes *skeleton.Writes
+}
+
+// newObject is an empty patch of the controller's kind.
+func (s *records) newObject() v1alpha1.Patcher { return newPatch(s.Cluster) }
+
+// writes are the controller's own writes of its objects.
+func (s *records) writes() *skeleton.Writes { return s.Writes }
 
 // recordTakes records, before an apply forces fields from other
 // managers (the core answers such an apply with a RecordFirstError and
@@ -48,7 +76,7 @@ import (
 //
 // Nothing is written when the stored record already has every forced
 // field and shares none of them.
-func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) error {
+func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) error {
 	fields := patchintent.ForcedFields(forced)
 	owners, present := p.d.Owners, p.d.Present
 	stale := false
@@ -66,14 +94,14 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 		if live == nil || string(live.GetUID()) != uid {
 			return fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), ownershipcore.ErrTargetGone)
 		}
-		if owners, present, err = r.observeTarget(live); err != nil {
+		if owners, present, err = s.observeTarget(live); err != nil {
 			return err
 		}
 	}
-	if err := r.comparableOwners(ctx, p, owners, fields); err != nil {
+	if err := s.comparableOwners(ctx, p, owners, fields); err != nil {
 		return err
 	}
-	chains, err := r.patchRecords(ctx, p, owners, fields)
+	chains, err := s.patchRecords(ctx, p, owners, fields)
 	if err != nil {
 		return err
 	}
@@ -83,7 +111,7 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 	// The reconcile's own ledger (with what it did since it read the
 	// status) takes the same record.
 	record(p.d.Ledger)
-	_, err = r.saveRecord(ctx, p, owners, present, record)
+	_, err = s.saveRecord(ctx, p, owners, present, record)
 	return err
 }
 
@@ -94,7 +122,7 @@ func (r *Reconciler) recordTakes(ctx context.Context, p *pass, forced []ownershi
 // A patch whose account may not read such a record (a tenant, and a
 // ClusterFieldPatch) inherits nothing and says so in a Forbidden event:
 // the fields taken from it stay without an owner if it leaves first.
-func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchintent.Inherited, error) {
+func (s *records) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchintent.Inherited, error) {
 	out, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, owners, fields, p.manager, p.uid())
 	for _, u := range unread {
 		p.event(corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
@@ -110,7 +138,7 @@ func (r *Reconciler) patchRecords(ctx context.Context, p *pass, owners ownership
 // a kind whose conversion may rename or move fields). The FieldPatch
 // stops with reason Conflict instead (terminal: a change of the patch or
 // of the target reconciles it again).
-func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) error {
+func (s *records) comparableOwners(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) error {
 	gvk := p.ref.GroupVersionKind()
 	err := patchintent.CheckForce(owners, fields, p.manager, gvk.Kind, func(versions ...string) bool {
 		return p.applier.SameFieldPaths(ctx, gvk, versions...)
@@ -130,13 +158,13 @@ func (r *Reconciler) comparableOwners(ctx context.Context, p *pass, owners owner
 // newer record with a fragment. Nothing is written when the stored record
 // stays as it is. It returns the record as saved (or as stored, when
 // nothing was written).
-func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+func (s *records) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
 	if p.target != nil {
 		return saveTargetRecord(p, owners, present, change)
 	}
 	uid := p.uid()
-	fresh := r.newObject()
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {
+	fresh := s.newObject()
+	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {
 		return nil, fmt.Errorf("read %s for the record of previous owners: %w", p.obj.GetName(), err)
 	}
 	l, err := patchintent.ReadLedger(fresh.PatchStatus(), uid)
@@ -160,16 +188,102 @@ func (r *Reconciler) saveRecord(ctx context.Context, p *pass, owners ownershipco
 		return l, nil
 	}
 	rv := fresh.GetResourceVersion()
-	if err := r.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
-		r.writes().Unsure(p.obj, err)
+	if err := s.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
+		s.writes().Unsure(p.obj, err)
 		return nil, fmt.Errorf("record previous owners: %w", err)
 	}
-	r.writes().Wrote(fresh, rv)
+	s.writes().Wrote(fresh, rv)
 	if p.obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
 		// The cached copy we started from is older too.
-		r.writes().WrittenAt(p.obj, p.obj.GetResourceVersion(), fresh.GetResourceVersion())
+		s.writes().WrittenAt(p.obj, p.obj.GetResourceVersion(), fresh.GetResourceVersion())
 	}
 	return l, nil
+}
+
+// refreshRecord reads obj fresh from the apiserver and, when its record of
+// previous owners differs from the cached copy's, takes the fresh record
+// into obj's status. It reports whether anything changed.
+func (s *records) refreshRecord(ctx context.Context, u *unit) bool {
+	if u.target != nil {
+		// A target's pass of a selector patch runs on the records the
+		// reconcile read (and saved): nothing newer to read.
+		return false
+	}
+	fresh := s.newObject()
+	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(u.obj), fresh); err != nil {
+		return false
+	}
+	st, fst := u.st, fresh.PatchStatus()
+	if fst.TargetUID == st.TargetUID && equality.Semantic.DeepEqual(fst.RecordedFields, st.RecordedFields) {
+		return false
+	}
+	st.TargetUID, st.RecordedFields, st.PreviousOwners, st.LastAppliedTime = fst.TargetUID, fst.RecordedFields, fst.PreviousOwners, fst.LastAppliedTime
+	return true
+}
+
+// observeTarget returns the target's managed fields and the set of fields
+// it holds.
+func (s *records) observeTarget(live *unstructured.Unstructured) (ownershipcore.ManagedFields, *fieldset.Set, error) {
+	owners, err := ownershipcore.Owners(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	present, err := s.Applier.FieldSet(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	return owners, present, nil
+}
+
+// reader reads without the cache when the manager gave an API reader.
+func (s *records) reader() client.Reader {
+	if s.APIReader != nil {
+		return s.APIReader
+	}
+	return s.Client
+}
+
+// saveTargetRecords writes the pending records of previous owners of the
+// targets idx (of matched) in one status write: the patch as base holds
+// it (nil: read fresh), its records continued with the pending ones,
+// written with an optimistic lock on that resourceVersion (as saveRecord
+// does for one target; a base the apiserver has moved past is a
+// Conflict, and the reconcile is retried). It returns the records as
+// saved, by target UID.
+func (s *records) saveTargetRecords(ctx context.Context, obj v1alpha1.Patcher, matched []targetcache.Held, idx []int, pending map[types.UID]*v1alpha1.FieldPatchStatus, base v1alpha1.Patcher) (map[types.UID]*targetEntry, error) {
+	fresh := s.newObject()
+	if base != nil {
+		fresh = base.DeepCopyObject().(v1alpha1.Patcher)
+	} else if err := s.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return nil, fmt.Errorf("read %s for the records of previous owners: %w", obj.GetName(), err)
+	}
+	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
+	entries := readTargets(fresh.PatchStatus().Targets)
+	for _, i := range idx {
+		h := matched[i]
+		e := entries[h.UID]
+		if e == nil {
+			e = &targetEntry{rec: v1alpha1.TargetRecord{Namespace: h.Namespace, Name: h.Name, UID: string(h.UID)}}
+			entries[h.UID] = e
+		}
+		e.takeLedger(pending[h.UID])
+	}
+	ts := fresh.PatchStatus().Targets
+	if ts == nil {
+		ts = &v1alpha1.TargetsStatus{}
+		fresh.PatchStatus().Targets = ts
+	}
+	ts.Records, ts.Ledgers = writeTargets(entries)
+	rv := fresh.GetResourceVersion()
+	if err := s.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
+		s.writes().Unsure(obj, err)
+		return nil, fmt.Errorf("record previous owners: %w", err)
+	}
+	s.writes().Wrote(fresh, rv)
+	if obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
+		s.writes().WrittenAt(obj, obj.GetResourceVersion(), fresh.GetResourceVersion())
+	}
+	return entries, nil
 }
 
 // ownedBy reports whether an entry of manager in owners holds path.
@@ -180,12 +294,4 @@ func ownedBy(owners ownershipcore.ManagedFields, manager string, path fieldset.P
 		}
 	}
 	return false
-}
-
-// reader reads without the cache when the manager gave an API reader.
-func (r *Reconciler) reader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }

@@ -1,0 +1,311 @@
+/*
+Copyright 2026 The fieldops Authors.
+
+Licensed under the Apache License, Version 2.0.
+*/
+
+package fieldpatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/watch"
+	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/metrics"
+	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
+)
+
+// executor sends a reconcile's writes to a target through the ownership
+// core's guarded commit (Applier.Apply and LetGo), each after the
+// records it needs (records): the give-back of dropped fields, the apply
+// with its record first, and a deletion's give-back. It is the one write
+// path of this controller to targets, for a patch with spec.target, each
+// target of a selector patch, deletion and expiry alike.
+type executor struct {
+	records *records
+	// watches guard the target cache against our own writes (nil before
+	// SetupWithManager).
+	watches *watch.Watches
+	// outcomes are the conflicts the apiserver last answered, by unit
+	// (apply).
+	outcomes sync.Map
+	// controller is the controller label of the fieldops_ metrics.
+	controller string
+}
+
+// apply applies the intent with strategy, recording forced fields first
+// (recordTakes). An outcome only the apiserver could give (a conflict
+// with an entry of another version, which the local decision leaves out)
+// is asked for once: the same intent on the same target version, for the
+// same generation, gets the same answer without a request, instead of a
+// refused apply (Fail) or a refused apply and an empty one (Yield) on
+// every reconcile.
+func (e *executor) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
+	key := e.outcomeKey(p.unit)
+	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.gen()}
+	// The intent is encoded only to compare with or keep an outcome, not
+	// on every reconcile.
+	if v, ok := e.outcomes.Load(key); ok {
+		if last := v.(outcome); last.rv == seen.rv && last.gen == seen.gen && last.intent == intentKey(p.d.Intent) {
+			p.res = last.res
+			return last.err
+		}
+		e.outcomes.Delete(key)
+	}
+	err := e.applyRecorded(ctx, p, strategy)
+	var refused *ownershipcore.ConflictError
+	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
+	if answered && p.spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
+		seen.intent, seen.res, seen.err = intentKey(p.d.Intent), p.res, err
+		e.outcomes.Store(key, seen)
+	}
+	return err
+}
+
+// applyRecorded applies the intent with strategy, the record first: the
+// core forces no field the record does not hold
+// (ApplyOptions.Recorded); when the apply would, it answers with the
+// apply as decided (*ownershipcore.RecordFirstError), whose forced
+// fields are recorded (savePreviousValues, recordTakes) before that
+// decision is sent as it is (ApplyOptions.Planned: the conflict strategy,
+// a plugin's too, is asked once, before any write).
+func (e *executor) applyRecorded(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
+	opts := ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current, Recorded: fieldset.NewSet()}
+	for attempt := 1; ; attempt++ {
+		var err error
+		e.writeTarget(p, func() *unstructured.Unstructured {
+			p.res, err = p.applier.Apply(ctx, p.d.Intent, opts)
+			var first *ownershipcore.RecordFirstError
+			switch {
+			case err == nil && p.res.Wrote():
+				return p.res.Object // its watch event is our own write
+			case errors.As(err, &first) && first.Plan.Wrote():
+				return first.Object // the decision's own write
+			}
+			return nil
+		})
+		var first *ownershipcore.RecordFirstError
+		if !errors.As(err, &first) || attempt == applyAttempts {
+			return err
+		}
+		if err := e.records.savePreviousValues(ctx, p, first.Object, first.Forced); err != nil {
+			return err
+		}
+		if err := e.records.recordTakes(ctx, p, first.Forced); err != nil {
+			return err
+		}
+		opts.Recorded = opts.Recorded.Union(patchintent.ForcedFields(first.Forced))
+		opts.Planned, opts.Live = first.Plan, first.Object
+	}
+}
+
+// outcomeKey is where the outcome of obj's apply is kept: one per patch,
+// one per target of a selector patch.
+func (e *executor) outcomeKey(u *unit) client.ObjectKey {
+	key := client.ObjectKeyFromObject(u.obj)
+	if u.target != nil {
+		key.Name += "/" + string(u.target.uid)
+	}
+	return key
+}
+
+// writeTarget runs write, p's write of its target, through the target
+// watches (watch.Watches.Write); a target's pass of a selector patch
+// writes directly: the patch's own watch knows its writes
+// (selectorWatch.wrote).
+func (e *executor) writeTarget(p *pass, write func() *unstructured.Unstructured) {
+	if p.target != nil {
+		write()
+		return
+	}
+	e.watches.Write(p.obj, p.live, write)
+}
+
+// giveBackDropped lets go of the fields that left the patch before the
+// apply (Decision.GiveBack: as deletion would let go of them, values
+// stay), in one write guarded by the target's resourceVersion, and
+// forgets them. It returns the object that write left, or the target as
+// read when nothing was sent.
+func (e *executor) giveBackDropped(ctx context.Context, p *pass) (*unstructured.Unstructured, error) {
+	give, dropped := p.d.GiveBack()
+	if dropped.Empty() {
+		return p.live, nil
+	}
+	target := p.ref.DeepCopy()
+	target.SetUID(p.live.GetUID())
+	var err error
+	if give.Restore, err = e.records.readPreviousValues(ctx, p.applier, p.unit, p.uid()); err != nil {
+		return nil, err
+	}
+	res, out, err := p.applier.LetGo(ctx, target, p.live, p.manager, give)
+	if err != nil {
+		return nil, err
+	}
+	p.d.GaveBack(dropped)
+	if res.Action == ownershipcore.ActionUnchanged || res.Object == nil {
+		return p.live, nil
+	}
+	given := out.Moved.Union(out.Released)
+	p.event(corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.spec.DeletionPolicy), restoredNote(out), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
+	return res.Object, nil
+}
+
+// giveBack runs the deletion policy on the target ref (which carries the
+// recorded UID) in one guarded write (ownershipcore.Applier.LetGo): the
+// target is read from the target cache (a copy without our entry is read
+// again fresh), the policy's LetGo is computed from it and committed as
+// one JSON patch guarded by its UID and resourceVersion (a stale copy
+// costs a refused write and a fresh read). One event reports what
+// happened.
+//
+// cached, when not nil, is the target as a watch holds it (a selector
+// patch's), read instead of the target cache.
+func (e *executor) giveBack(ctx context.Context, applier *ownershipcore.Applier, u *unit, ref *unstructured.Unstructured, manager string, cached *unstructured.Unstructured) error {
+	st, policy := u.st, u.spec.DeletionPolicy
+	live, err := cached, error(nil)
+	if live == nil {
+		if live, err = applier.Get(ctx, ref); err != nil {
+			return targetReadError{err}
+		}
+	}
+	if live == nil || live.GetUID() != ref.GetUID() || !ownershipcore.HasManager(live, manager) {
+		// Gone, replaced, or no entry of ours: make sure on a fresh read
+		// (the cache may lag behind our last write).
+		if live, err = applier.GetFresh(ctx, ref); err != nil {
+			return targetReadError{err}
+		}
+		if live == nil {
+			return nil
+		}
+		if live.GetUID() != ref.GetUID() {
+			return nil // replaced: the object we wrote to is gone
+		}
+	}
+	owners, present, err := e.records.observeTarget(live)
+	if err != nil {
+		return err
+	}
+	if !ownershipcore.HasManager(live, manager) {
+		return nil
+	}
+	// Our Apply entry's fields; none when only another entry of ours is
+	// left (an Update entry the apiserver recorded for a removed field it
+	// defaulted again, after an interrupted let-go): the policy's LetGo
+	// still removes every entry of ours.
+	oursFields := fieldset.NewSet()
+	if ours := owners.Applied(manager); ours != nil {
+		oursFields = ours.Fields
+	}
+	ledger, err := patchintent.ReadLedger(st, st.TargetUID)
+	if err != nil {
+		return err
+	}
+	ledger.Follow(owners, present, manager)
+	g := patchintent.DeletionLetGo(policy, ledger, owners, oursFields, manager)
+	if g.Restore, err = e.records.readPreviousValues(ctx, applier, u, st.TargetUID); err != nil {
+		return err
+	}
+	_, out, err := applier.LetGo(ctx, ref, live, manager, g)
+	if err != nil {
+		return err
+	}
+	e.reportChangedSince(u, applier, live, manager, g.Restore)
+	e.reportGiveBack(u, policy, ref, manager, out)
+	return nil
+}
+
+// reportGiveBack counts a deletion's steps and emits one event for them:
+// HandedBack when fields went back to their previous owners, else
+// Relinquished.
+func (e *executor) reportGiveBack(u *unit, policy v1alpha1.DeletionPolicy, ref *unstructured.Unstructured, manager string, out ownershipcore.Outcome) {
+	kind, name := ref.GetKind(), objectName(ref)
+	var done []string
+	step := func(fields *fieldset.Set, metricStep, format string, args ...interface{}) {
+		if n := patchintent.CountLeaves(fields); n > 0 {
+			metrics.HandBacksTotal.WithLabelValues(e.controller, kind, metricStep).Inc()
+			done = append(done, fmt.Sprintf(format, append([]interface{}{n}, args...)...))
+		}
+	}
+	reason := ReasonRelinquished
+	switch {
+	case !out.Restored.Empty():
+		reason = ReasonRestored
+	case !out.Moved.Empty():
+		reason = ReasonHandedBack
+	}
+	step(out.Restored, metrics.StepRestore, "restored %d fields of %s %s to the values they held before the patch", kind, name)
+	step(out.Moved, metrics.StepHandBack, "handed %d fields of %s %s back to their previous owners", kind, name)
+	what := "the patch took"
+	if policy == v1alpha1.DeletionPolicyOrphan {
+		what = "of the patch (Orphan)"
+	}
+	step(out.Released, metrics.StepRelinquish, "left %d fields "+what+" on %s %s in place without an owner", kind, name)
+	step(out.Removed, metrics.StepRelinquish, "relinquished the fields of field manager %[2]q on %[3]s %[4]s: the %[1]d fields the patch added were removed", manager, kind, name)
+	step(out.Kept, metrics.StepRelinquish, "released the fields of field manager %[2]q on %[3]s %[4]s: %[1]d fields the patch added could not be removed (%[5]s) and stay without an owner", manager, kind, name, out.Why)
+	if len(done) > 0 {
+		u.event(corev1.EventTypeNormal, reason, "%s", strings.Join(done, "; "))
+	}
+}
+
+// reportChangedSince records, for a Restore, which fields with previous
+// values other managers wrote since the patch did (they keep their values
+// and owners), naming each manager: a Warning event, and a note in the
+// Ready condition while the deletion lasts. Paths and managers only,
+// never a value.
+func (e *executor) reportChangedSince(u *unit, applier *ownershipcore.Applier, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) {
+	if values == nil {
+		return
+	}
+	s, err := ownershipcore.NewState(live, true)
+	if err != nil {
+		return
+	}
+	changed, err := applier.Model().ChangedSince(s, manager, values)
+	if err != nil || len(changed) == 0 {
+		return
+	}
+	msg := "not restored, written since the patch by another field manager: " + describeChanged(changed)
+	setWaiting(u.st, u.gen(), ReasonChangedSince, notes.Condition(msg))
+	u.event(corev1.EventTypeWarning, ReasonChangedSince, "%s", msg)
+}
+
+// observe records an apply in the fieldops_ metrics: fieldops_apply_total
+// counts writes and failed attempts, not an apply that changed nothing.
+func (e *executor) observe(kind string, res ownershipcore.Result, err error, drifter string) {
+	controller := e.controller
+	action := string(res.Action)
+	var conflictErr *ownershipcore.ConflictError
+	switch {
+	case errors.As(err, &conflictErr):
+		action = string(ownershipcore.ActionConflicted)
+		for _, c := range conflictErr.Conflicts {
+			metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
+		}
+	case err != nil:
+		action = metrics.ActionFailed
+	}
+	for _, c := range res.Forced {
+		metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
+	}
+	for _, c := range res.Yielded {
+		metrics.ConflictsTotal.WithLabelValues(controller, c.Manager).Inc()
+	}
+	if action != string(ownershipcore.ActionUnchanged) {
+		// Writes and failed attempts only: a no-op apply is not counted.
+		metrics.ApplyTotal.WithLabelValues(controller, kind, action).Inc()
+	}
+	if err == nil && drifter != "" && res.Action == ownershipcore.ActionConfigured {
+		metrics.DriftTotal.WithLabelValues(controller, kind).Inc()
+	}
+}
