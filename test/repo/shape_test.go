@@ -47,10 +47,8 @@ const (
 // test: remove it.
 var (
 	bigControllerFiles = map[string]string{
-		"controllers/fieldpatch/selector.go":           reworkReason,
-		"controllers/internal/targetcache/cache.go":    reworkReason,
-		"controllers/internal/targetcache/selector.go": reworkReason,
-		"controllers/workload/reconcile.go":            reworkReason,
+		"controllers/fieldpatch/selector.go": reworkReason,
+		"controllers/workload/reconcile.go":  reworkReason,
 	}
 	wideControllerTypes = map[string]string{
 		"controllers/fieldpatch.Reconciler": reworkReason,
