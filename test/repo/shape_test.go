@@ -48,11 +48,9 @@ const (
 var (
 	bigControllerFiles = map[string]string{
 		"controllers/fieldpatch/selector.go": reworkReason,
-		"controllers/workload/reconcile.go":  reworkReason,
 	}
 	wideControllerTypes = map[string]string{
 		"controllers/fieldpatch.Reconciler": reworkReason,
-		"controllers/workload.Reconciler":   reworkReason,
 	}
 )
 
