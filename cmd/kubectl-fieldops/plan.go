@@ -46,14 +46,8 @@ type planOptions struct {
 	tenancy tenancy.Options
 }
 
-func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	filenames, recursive := []string{}, false
-	o := &planOptions{flags: flags, streams: streams, output: newOutputFlags(false),
-		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding FieldPatches, ClusterFieldPatches or ManagedWorkloads (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
-	cmd := &cobra.Command{
-		Use:   "plan -f FILE | plan --delete (-f FILE | fieldpatch/NAME...)",
-		Short: "Show what a FieldPatch, ClusterFieldPatch or ManagedWorkload would do, with a server-side dry run",
-		Long: `Show what creating or changing each FieldPatch, ClusterFieldPatch or
+// planLong is plan's help.
+const planLong = `Show what creating or changing each FieldPatch, ClusterFieldPatch or
 ManagedWorkload of the file would do, before it is applied. Nothing is
 written: the intent is built by the same code as the controller's and
 applied with a server-side dry run (dryRun=All) under the object's own
@@ -95,21 +89,43 @@ under conflictPolicy Fail, an invalid patch, a missing target).
 The files may hold other objects (a chart's or a kustomization's whole
 output, a Namespace, the targets themselves): plan plans the
 FieldPatches, ClusterFieldPatches and ManagedWorkloads among them and
-says on standard error which objects it skipped.`,
-		Example: `  kubectl fieldops plan -f fieldpatch.yaml
+says on standard error which objects it skipped.`
+
+// planExample are plan's examples.
+const planExample = `  kubectl fieldops plan -f fieldpatch.yaml
   kubectl fieldops plan -f workload.yaml -o yaml
   helm template ./patches | kubectl fieldops plan -f -
   kubectl kustomize config/samples | kubectl fieldops plan -f -
   kubectl fieldops plan -f patches/ -R -o jsonpath='{range .items[*]}{.name}: {.action}{"\n"}{end}'
-  kubectl fieldops plan --delete fieldpatch/incident-pin -n shop`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 && !o.delete {
-				return errors.New("TYPE/NAME arguments are for --delete; plan a file with -f")
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { o.names = args; return o.run(cmd.Context()) },
+  kubectl fieldops plan --delete fieldpatch/incident-pin -n shop`
+
+func newPlanCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	filenames, recursive := []string{}, false
+	o := &planOptions{flags: flags, streams: streams, output: newOutputFlags(false),
+		files: genericclioptions.FileNameFlags{Usage: "files, directories or URLs holding FieldPatches, ClusterFieldPatches or ManagedWorkloads (- reads standard input); other objects of them are skipped", Filenames: &filenames, Recursive: &recursive}}
+	cmd := &cobra.Command{
+		Use:     "plan -f FILE | plan --delete (-f FILE | fieldpatch/NAME...)",
+		Short:   "Show what a FieldPatch, ClusterFieldPatch or ManagedWorkload would do, with a server-side dry run",
+		Long:    planLong,
+		Example: planExample,
+		Args:    o.args,
+		RunE:    func(cmd *cobra.Command, args []string) error { o.names = args; return o.run(cmd.Context()) },
 	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+// args refuses TYPE/NAME arguments without --delete.
+func (o *planOptions) args(_ *cobra.Command, args []string) error {
+	if len(args) > 0 && !o.delete {
+		return errors.New("TYPE/NAME arguments are for --delete; plan a file with -f")
+	}
+	return nil
+}
+
+// addFlags adds plan's flags to cmd: -f and -R, -o, and the manager's
+// settings the plan decides with.
+func (o *planOptions) addFlags(cmd *cobra.Command) {
 	o.files.AddFlags(cmd.Flags())
 	o.output.addFlags(cmd, "a list of plans")
 	cmd.Flags().BoolVar(&o.delete, "delete", false, "plan the deletion of the patches (on the cluster, named as fieldpatch/NAME or by -f) under their deletionPolicy, instead of their apply")
@@ -117,7 +133,6 @@ says on standard error which objects it skipped.`,
 	cmd.Flags().StringVar(&o.tenancy.DefaultServiceAccount, "default-service-account", tenancy.DefaultServiceAccount, "the manager's --default-service-account: the account, in their own namespace, that patches naming no spec.serviceAccountName act as; plan acts as a patch's account when you may impersonate it (admin and edit may, in their namespace)")
 	cmd.Flags().StringSliceVar(&o.tenancy.ManagerRightsNamespaces, "manager-rights-namespaces", nil, "the manager's --manager-rights-namespaces: namespaces whose patches naming no account act with the manager's rights ('*': every namespace); plan uses your own rights for them")
 	cmd.Flags().StringVar(&o.ownNamespace, "fieldops-namespace", "", "the namespace the fieldops manager runs in (its --namespace): the controller refuses its own objects there, and so does the plan (default: the namespace of the manager's leader election Lease fieldops.dev or of its Deployment, else fieldops-system)")
-	return cmd
 }
 
 func (o *planOptions) run(ctx context.Context) error {

@@ -28,7 +28,6 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/internal/names"
-	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/plugins/host"
 )
@@ -41,7 +40,9 @@ const Finalizer = "fieldops.dev/prune"
 // ownershipcore.ManagerName("fieldops-workload", namespace, name).
 const ManagerPrefix = names.WorkloadPrefix
 
-// Reconciler reconciles ManagedWorkloads.
+// Reconciler reconciles ManagedWorkloads. Its fields are set before
+// SetupWithManager, which hands them to the parts of a reconcile (see
+// assemble).
 type Reconciler struct {
 	// Concurrency is how many objects are reconciled at once (the
 	// manager's --concurrency); 0 means 1.
@@ -69,6 +70,13 @@ type Reconciler struct {
 	contests *ownershipcore.Contests
 	once     sync.Once
 	skel     *skeleton.Reconciler[*v1alpha1.ManagedWorkload, *pass]
+
+	// The parts of a reconcile, each with the dependencies it needs; set
+	// by SetupWithManager (see assemble).
+	events   recorder
+	objects  *objectApplier
+	pruner   pruner
+	reporter reporter
 }
 
 // SetupWithManager registers the controller and the on-demand watches of
@@ -84,8 +92,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.contests = ownershipcore.NewContestsBase(r.ContestBase)
-	r.watches, err = watch.New(mgr, c, &v1alpha1.ManagedWorkloadList{}, nil)
-	return err
+	if r.watches, err = watch.New(mgr, c, &v1alpha1.ManagedWorkloadList{}, nil); err != nil {
+		return err
+	}
+	r.assemble()
+	return nil
+}
+
+// assemble hands the Reconciler's fields to the parts of a reconcile:
+// the object applier (the SSA and legacy paths), the pruner and the
+// reporter, each holding only the dependencies it uses.
+func (r *Reconciler) assemble() {
+	r.events = recorder{rec: r.Recorder}
+	r.objects = &objectApplier{
+		differ: r.Applier, plugins: r.Plugins, tenancy: r.Tenancy,
+		watches: r.watches, contests: r.contests,
+		legacy: legacyPath{fields: r.Applier}, events: r.events,
+	}
+	r.pruner = pruner{events: r.events}
+	r.reporter = reporter{events: r.events}
 }
 
 // checkPlugin resolves an ignorable-paths plugin name.
@@ -135,19 +160,23 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[*v1alpha1.ManagedWorkload, 
 	return r.skel
 }
 
+// recorder records the events of ManagedWorkloads (none without an
+// EventRecorder).
+type recorder struct{ rec events.EventRecorder }
+
 // event records an event regarding mw; related, when not nil, is the
 // object of spec.resources it is about (events.k8s.io keeps events of
 // different related objects apart instead of folding them into a series).
 // Its note is cleaned and bounded (notes.Event), so the apiserver accepts it.
-func (r *Reconciler) event(mw *v1alpha1.ManagedWorkload, related *unstructured.Unstructured, typ, reason, format string, args ...interface{}) {
-	if r.Recorder == nil {
+func (ev recorder) event(mw *v1alpha1.ManagedWorkload, related *unstructured.Unstructured, typ, reason, format string, args ...interface{}) {
+	if ev.rec == nil {
 		return
 	}
 	var rel runtime.Object
 	if related != nil && related.GetKind() != "" && related.GetName() != "" {
 		rel = related
 	}
-	r.Recorder.Eventf(mw, rel, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
+	ev.rec.Eventf(mw, rel, typ, reason, "Reconcile", "%s", notes.Event(format, args...))
 }
 
 // applierFor returns the Applier of the account mw acts as, and that
@@ -159,32 +188,4 @@ func (r *Reconciler) applierFor(mw *v1alpha1.ManagedWorkload) (*ownershipcore.Ap
 	}
 	a, err := r.Tenants.For(account)
 	return a, account, err
-}
-
-// checkTarget refuses objects that are part of fieldops itself and, with
-// --no-cross-namespace-refs, objects of another namespace (never held),
-// and cluster-scoped objects of a workload acting with the manager's
-// rights in a namespace a cluster administrator did not list
-// (--manager-rights-namespaces). A cluster-scoped object of a workload
-// acting as an account is the account's RBAC to judge, as Flux lets a
-// Kustomization acting as its account hold what that account may write:
-// a write it may not do is Forbidden at the apiserver.
-func (r *Reconciler) checkTarget(p *pass, o *object) *objectError {
-	if o.Intent == nil {
-		return nil
-	}
-	gvk := o.Intent.GroupVersionKind()
-	if why, ok := patchtarget.Protected(gvk.Group, gvk.Kind, o.Intent.GetNamespace(), o.Intent.GetName(), r.Tenancy.OwnNamespace); ok {
-		return objErr(ReasonForbiddenObject, false, "%s %s is %s; fieldops does not change its own objects", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), why)
-	}
-	if !r.Tenancy.NoCrossNamespaceRefs {
-		return nil
-	}
-	switch {
-	case o.Namespaced && o.Intent.GetNamespace() != p.mw.Namespace:
-		return objErr(ReasonForbiddenObject, false, "%s %s is outside the workload's namespace %q (--no-cross-namespace-refs)", gvk.Kind, refName(o.Intent.GetNamespace(), o.Intent.GetName()), p.mw.Namespace)
-	case !o.Namespaced && p.account.IsManager() && !r.Tenancy.ManagerRights(p.mw.Namespace):
-		return objErr(ReasonForbiddenObject, false, "%s %s is cluster-scoped and the workload acts with the manager's rights (--no-cross-namespace-refs): name a spec.serviceAccountName whose RBAC may write it", gvk.Kind, o.Intent.GetName())
-	}
-	return nil
 }

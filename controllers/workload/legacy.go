@@ -37,6 +37,12 @@ import (
 //   - There is no shared-object semantics: a relinquished object keeps the
 //     values this workload set.
 
+// legacyPath is the legacy path's diff and write. fields is the
+// manager's Applier, whose schema removes the ignored fields from both
+// sides of the diff; the writes go through the Applier each call is given
+// (the workload's account's).
+type legacyPath struct{ fields *ownershipcore.Applier }
+
 // legacyServerFields are metadata fields the apiserver or other
 // controllers own; the diff never touches them.
 var legacyServerFields = []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "generateName"}
@@ -44,14 +50,14 @@ var legacyServerFields = []string{"managedFields", "resourceVersion", "uid", "cr
 // legacyComparable strips what the legacy diff ignores: server fields,
 // status, and ignore (removed with the schema, so list items are matched
 // by their keys).
-func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fieldset.Set) (*unstructured.Unstructured, error) {
+func (lp legacyPath) legacyComparable(u *unstructured.Unstructured, ignore *fieldset.Set) (*unstructured.Unstructured, error) {
 	out := u.DeepCopy()
 	for _, f := range legacyServerFields {
 		unstructured.RemoveNestedField(out.Object, "metadata", f)
 	}
 	delete(out.Object, "status")
 	if ignore != nil && !ignore.Empty() {
-		return r.Applier.RemoveFields(out, ignore)
+		return lp.fields.RemoveFields(out, ignore)
 	}
 	return out, nil
 }
@@ -60,12 +66,12 @@ func (r *Reconciler) legacyComparable(u *unstructured.Unstructured, ignore *fiel
 // legacy path does: every operation under metadata.labels and
 // metadata.annotations; elsewhere in metadata none; outside metadata no
 // removals (the apiserver's defaults).
-func (r *Reconciler) legacyOps(live, desired *unstructured.Unstructured, ignore *fieldset.Set) ([]jsonpatch.Operation, error) {
-	l, err := r.legacyComparable(live, ignore)
+func (lp legacyPath) legacyOps(live, desired *unstructured.Unstructured, ignore *fieldset.Set) ([]jsonpatch.Operation, error) {
+	l, err := lp.legacyComparable(live, ignore)
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.legacyComparable(desired, ignore)
+	d, err := lp.legacyComparable(desired, ignore)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +111,7 @@ func filterLegacyOps(ops []jsonpatch.Operation) []jsonpatch.Operation {
 // empty; ignoreFor gives the paths to leave out, for the live object (or
 // desired, when there is none). It returns the action, the object after the write, and the paths
 // that still differ after the patch (a loop in the making).
-func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.Applier, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldset.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
+func (lp legacyPath) applyLegacy(ctx context.Context, applier *ownershipcore.Applier, desired *unstructured.Unstructured, manager string, ignoreFor func(*unstructured.Unstructured) *fieldset.Set) (ownershipcore.Action, *unstructured.Unstructured, []string, error) {
 	live, err := applier.Get(ctx, desired)
 	if err != nil {
 		return "", nil, nil, err
@@ -116,7 +122,7 @@ func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.App
 	}
 	ignore := ignoreFor(subject)
 	if live == nil {
-		obj, err := r.legacyComparable(desired, ignore)
+		obj, err := lp.legacyComparable(desired, ignore)
 		if err != nil {
 			return "", nil, nil, err
 		}
@@ -125,14 +131,14 @@ func (r *Reconciler) applyLegacy(ctx context.Context, applier *ownershipcore.App
 		}
 		return ownershipcore.ActionCreated, obj, nil, nil
 	}
-	ops, err := r.legacyOps(live, desired, ignore)
+	ops, err := lp.legacyOps(live, desired, ignore)
 	if err != nil || len(ops) == 0 {
 		return ownershipcore.ActionUnchanged, live, nil, err
 	}
 	if live, err = applier.Patch(ctx, live, ops, manager); err != nil {
 		return "", nil, nil, err
 	}
-	rest, err := r.legacyOps(live, desired, ignore)
+	rest, err := lp.legacyOps(live, desired, ignore)
 	if err != nil {
 		return "", nil, nil, err
 	}

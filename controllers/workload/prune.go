@@ -67,12 +67,40 @@ func pruneDecision(mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, mana
 	}
 }
 
+// pruner takes a workload off the objects that left it (its spec, or
+// the workload itself when it is deleted): an object it alone owns is
+// deleted (pruneDecision), the others relinquished. It holds only what
+// that needs: the account's Applier comes with each call.
+type pruner struct{ events recorder }
+
+// prune removes the objects of the last inventory that left the spec and
+// returns entries for those whose removal failed (retried later).
+func (pr pruner) prune(ctx context.Context, p *pass) []v1alpha1.InventoryEntry {
+	keep := sets.New(indexKeys(p.mw)...)
+	var gone []v1alpha1.InventoryEntry
+	for _, e := range p.mw.Status.Inventory {
+		if e.UID != "" && !keep.Has(entryKey(e)) {
+			gone = append(gone, e)
+		}
+	}
+	var pending []v1alpha1.InventoryEntry
+	for _, e := range removeOrder(gone) {
+		if _, err := pr.removeObject(ctx, p.applier, p.mw, e, p.manager); err != nil {
+			e.Index, e.Action, e.Reason, e.Message = -1, ActionFailed, ReasonPruneFailed, err.Error()
+			pr.events.event(p.mw, nil, corev1.EventTypeWarning, ReasonPruneFailed, "%v", err)
+			pending = append(pending, e)
+			p.after(transientRetry)
+		}
+	}
+	return pending
+}
+
 // removeObject takes the workload off one object: deleted when
 // pruneDecision says so for the object as it is when the deletion is
 // sent (the core's delete is guarded by its UID and resourceVersion and
 // decides again when the object moved on); otherwise relinquished (only
 // this workload's fields leave it). An object already gone is fine.
-func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) (string, error) {
+func (pr pruner) removeObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, manager string) (string, error) {
 	ref := entryRef(e)
 	live := ref.DeepCopy()
 	if err := applier.Client.Get(ctx, client.ObjectKeyFromObject(ref), live); err != nil {
@@ -87,17 +115,17 @@ func (r *Reconciler) removeObject(ctx context.Context, applier *ownershipcore.Ap
 	case err != nil:
 		return "", fmt.Errorf("delete %s: %w", name, err)
 	case del.Action == ownershipcore.ActionDeleted:
-		r.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
+		pr.events.event(mw, ref, corev1.EventTypeNormal, ReasonPruned, "deleted %s", name)
 		return removeDeleted, nil
 	case del.Object == nil:
 		return removeGone, nil
 	}
-	return r.relinquishObject(ctx, applier, mw, e, del.Object, manager)
+	return pr.relinquishObject(ctx, applier, mw, e, del.Object, manager)
 }
 
 // relinquishObject relinquishes the workload's fields of the object of e,
 // which it does not delete (live: the state that decision was made on).
-func (r *Reconciler) relinquishObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, live *unstructured.Unstructured, manager string) (string, error) {
+func (pr pruner) relinquishObject(ctx context.Context, applier *ownershipcore.Applier, mw *v1alpha1.ManagedWorkload, e v1alpha1.InventoryEntry, live *unstructured.Unstructured, manager string) (string, error) {
 	ref := entryRef(e)
 	others, err := otherOwners(live, ourManagers(mw, manager))
 	if err != nil {
@@ -117,10 +145,10 @@ func (r *Reconciler) relinquishObject(ctx context.Context, applier *ownershipcor
 		why = "it was replaced by an object this workload did not create"
 	}
 	if kept := ownershipcore.FormatSet(res.Kept); len(kept) > 0 {
-		r.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): %d of this workload's fields could not be removed (the apiserver refused the object without them) and stay without an owner", name, why, len(kept))
+		pr.events.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): %d of this workload's fields could not be removed (the apiserver refused the object without them) and stay without an owner", name, why, len(kept))
 		return removeRelinquished, nil
 	}
-	r.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): only this workload's fields were removed", name, why)
+	pr.events.event(mw, ref, corev1.EventTypeNormal, ReasonRelinquished, "relinquished %s (%s): only this workload's fields were removed", name, why)
 	return removeRelinquished, nil
 }
 
@@ -172,13 +200,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 		if e.UID == "" {
 			continue // never applied
 		}
-		if _, err := r.removeObject(ctx, applier, mw, e, manager); err != nil {
+		if _, err := r.pruner.removeObject(ctx, applier, mw, e, manager); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		conditions.SetWaiting(&mw.Status.Conditions, mw.Generation, ReasonDeleteFailed, err.Error())
-		r.event(mw, nil, corev1.EventTypeWarning, ReasonDeleteFailed, "%v", err)
+		r.events.event(mw, nil, corev1.EventTypeWarning, ReasonDeleteFailed, "%v", err)
 		if slices.ContainsFunc(errs, apierrors.IsForbidden) {
 			// RBAC changes by hand: no backoff to wait out.
 			return ctrl.Result{RequeueAfter: transientRetry}, nil

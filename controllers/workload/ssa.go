@@ -52,33 +52,33 @@ type ssaObject struct {
 
 // applySSA applies one object with Server-Side Apply, migrating legacy
 // ownership first.
-func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
+func (a *objectApplier) applySSA(ctx context.Context, p *pass, o *object, e *v1alpha1.InventoryEntry, prev v1alpha1.InventoryEntry, hadPrev bool) *objectError {
 	s := &ssaObject{o: o, e: e, prev: prev, hadPrev: hadPrev, name: fmt.Sprintf("%s %s", e.Kind, refName(e.Namespace, e.Name))}
 	var err error
 	if s.live, err = p.applier.Get(ctx, o.Intent); err != nil {
 		return classify(s.name, tenant.Explain(p.account, err))
 	}
-	if migrated, oe := r.migrateManagers(ctx, p, s); migrated || oe != nil {
+	if migrated, oe := a.migrateManagers(ctx, p, s); migrated || oe != nil {
 		return oe
 	}
 	s.subject = s.live
 	if s.subject == nil {
 		s.subject = o.Intent
 	}
-	s.ignore = r.ignoreFor(ctx, p, s.subject)
+	s.ignore = a.ignoreFor(ctx, p, s.subject)
 	s.key, s.now = string(p.mw.UID)+"/"+o.Key, time.Now()
 	if s.live != nil {
 		s.key += "/" + string(s.live.GetUID())
 	}
-	if oe := r.checkDrift(p, s); oe != nil {
+	if oe := a.checkDrift(p, s); oe != nil {
 		return oe
 	}
-	res, oe := r.sendApply(ctx, p, s)
+	res, oe := a.sendApply(ctx, p, s)
 	if oe != nil {
 		return oe
 	}
 	recordApplied(p, s, res)
-	if oe := r.afterApply(p, s, res.Action); oe != nil {
+	if oe := a.afterApply(p, s, res.Action); oe != nil {
 		return oe
 	}
 	log.FromContext(ctx).V(1).Info("applied", "object", s.name, "action", res.Action, "forced", len(res.Forced))
@@ -90,7 +90,7 @@ func (r *Reconciler) applySSA(ctx context.Context, p *pass, o *object, e *v1alph
 // entry (ownershipcore.UpgradeManagers). migrated: they moved; the
 // object is applied on the requeue, once the cache has the new managed
 // fields.
-func (r *Reconciler) migrateManagers(ctx context.Context, p *pass, s *ssaObject) (migrated bool, oe *objectError) {
+func (a *objectApplier) migrateManagers(ctx context.Context, p *pass, s *ssaObject) (migrated bool, oe *objectError) {
 	from, adopt := ourManagers(p.mw, p.manager), adoptsClientSideApply(p.mw) && ownershipcore.FirstApplyOverClientSideApply(s.live, p.manager)
 	if adopt {
 		from.Insert(ownershipcore.ClientSideApplyManagers...)
@@ -109,7 +109,7 @@ func (r *Reconciler) migrateManagers(ctx context.Context, p *pass, s *ssaObject)
 	if adopt {
 		how = "adopted from client-side apply: moved"
 	}
-	r.event(p.mw, s.o.Intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", s.name, how, strings.Join(sets.List(from), ", "), p.manager)
+	a.events.event(p.mw, s.o.Intent, corev1.EventTypeNormal, ReasonMigrated, "%s: %s the fields of field managers %s (Update) into %q (Apply)", s.name, how, strings.Join(sets.List(from), ", "), p.manager)
 	s.e.UID, s.e.Action = s.live.GetUID(), ActionMigrated
 	s.e.OwnedFields = s.prev.OwnedFields
 	p.migrated = true
@@ -122,17 +122,17 @@ func (r *Reconciler) migrateManagers(ctx context.Context, p *pass, s *ssaObject)
 // back (then the repair backs off), or is another fieldops object (then
 // never: it is reported). Only an object this workload applied before
 // (same UID, not just migrated) in a generation already judged can drift.
-func (r *Reconciler) checkDrift(p *pass, s *ssaObject) *objectError {
+func (a *objectApplier) checkDrift(p *pass, s *ssaObject) *objectError {
 	live, prev := s.live, s.prev
 	if live == nil || !s.hadPrev || prev.UID != live.GetUID() || prev.Action == ActionMigrated || !p.judged {
 		return nil
 	}
-	s.drifter, s.drifted = r.drifter(live, s.o.Intent, s.ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
+	s.drifter, s.drifted = a.drifter(live, s.o.Intent, s.ignore, p.manager, conflicts.Yields(p.mw.Spec.ConflictRules, p.mw.Spec.ConflictPolicy == v1alpha1.WorkloadConflictPolicyYield))
 	if rival, ok := ownershipcore.ParseManager(s.drifter); ok {
 		s.e.UID, s.e.Action, s.e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
 		return objErr(ReasonContested, false, "%s: %s (field manager %q) took fields of this workload; fieldops objects do not fight each other: change or delete one of them", s.name, rival, s.drifter)
 	}
-	if at := r.contests.Next(s.key, s.drifter, s.now); s.drifted && !at.IsZero() {
+	if at := a.contests.Next(s.key, s.drifter, s.now); s.drifted && !at.IsZero() {
 		s.e.UID, s.e.Action, s.e.OwnedFields = live.GetUID(), ReasonContested, prev.OwnedFields
 		p.after(at.Sub(s.now))
 		return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; next repair at %s", s.name, s.drifter, at.UTC().Format(time.RFC3339))
@@ -143,10 +143,10 @@ func (r *Reconciler) checkDrift(p *pass, s *ssaObject) *objectError {
 // sendApply applies the intent under the workload's field manager, on the
 // read the drift check decided on, and counts the conflicts forced or
 // refused (conflictPolicy Fail: Conflicted).
-func (r *Reconciler) sendApply(ctx context.Context, p *pass, s *ssaObject) (ownershipcore.Result, *objectError) {
+func (a *objectApplier) sendApply(ctx context.Context, p *pass, s *ssaObject) (ownershipcore.Result, *objectError) {
 	var res ownershipcore.Result
 	var err error
-	r.watches.Write(p.mw, s.subject, func() *unstructured.Unstructured {
+	a.watches.Write(p.mw, s.subject, func() *unstructured.Unstructured {
 		res, err = p.applier.Apply(ctx, s.o.Intent, ownershipcore.ApplyOptions{
 			FieldManager: p.manager, Conflicts: conflicts.Workload(p.mw.Spec.ConflictPolicy, p.mw.Spec.ConflictRules), Ignore: s.ignore,
 			Live: s.live, Absent: s.live == nil, // the read the drift check decided on; nothing wrote since
@@ -203,10 +203,10 @@ func recordApplied(p *pass, s *ssaObject, res ownershipcore.Result) {
 // a repair of drift is reported and, when the same manager took the
 // fields back again, backed off; an apply that wrote nothing settles the
 // contest, or keeps reporting it while its backoff runs.
-func (r *Reconciler) afterApply(p *pass, s *ssaObject, action ownershipcore.Action) *objectError {
+func (a *objectApplier) afterApply(p *pass, s *ssaObject, action ownershipcore.Action) *objectError {
 	switch action {
 	case ownershipcore.ActionCreated:
-		r.createdObject(p, s.o, s.name)
+		a.createdObject(p, s.o, s.name)
 	case ownershipcore.ActionConfigured:
 		p.configured++
 		// Drift (seen before the apply, only when the spec did not change
@@ -214,15 +214,15 @@ func (r *Reconciler) afterApply(p *pass, s *ssaObject, action ownershipcore.Acti
 		if !s.drifted {
 			return nil
 		}
-		r.drift(p, s.name, s.live, s.o.Intent)
-		if s.drifter != "" && r.contests.Repaired(s.key, s.drifter, s.now) >= 2 {
-			p.after(r.contests.Base()) // see whether the repair holds
+		a.drift(p, s.name, s.live, s.o.Intent)
+		if s.drifter != "" && a.contests.Repaired(s.key, s.drifter, s.now) >= 2 {
+			p.after(a.contests.Base()) // see whether the repair holds
 			return objErr(ReasonContested, false, "%s: field manager %q took fields of this workload back again; repairs are backed off", s.name, s.drifter)
 		}
 	default:
-		if d := r.contests.Settle(s.key, s.now); d > 0 {
+		if d := a.contests.Settle(s.key, s.now); d > 0 {
 			p.after(d)
-			if c := r.contests.Current(s.key, s.now); c != "" {
+			if c := a.contests.Current(s.key, s.now); c != "" {
 				return objErr(ReasonContested, false, "%s: field manager %q keeps taking back fields of this workload; repairs are backed off", s.name, c)
 			}
 		}
