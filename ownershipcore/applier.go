@@ -245,7 +245,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 	}
 	if pl := opts.Planned; pl.fits(live) {
 		res = pl.res
-		return a.sendPlanned(ctx, &res, pl.d.intent, pl.s, pl.d, pl.dropped, pl.resolved, opts)
+		return pl.sendBefore(a.sendPlanned(ctx, &res, pl.d.intent, pl.s, pl.d, pl.dropped, pl.resolved, opts))
 	}
 	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
 	if err != nil {

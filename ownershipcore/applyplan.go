@@ -8,6 +8,7 @@ package ownershipcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,11 @@ type ApplyPlan struct {
 	s        State
 	dropped  bool
 	resolved bool
+	// droppedBefore: dropFirst wrote before a decision that the
+	// apiserver's conflicts then sent to a second round, whose Object is
+	// a fresh read (not that write's answer): the apply, once sent, has
+	// written whatever it answers.
+	droppedBefore bool
 }
 
 // Object is the object the plan was decided on (nil: none).
@@ -82,7 +88,29 @@ func (a *Applier) sendPlanned(ctx context.Context, res *Result, intent *unstruct
 		return *res, &RecordFirstError{Object: s.Object, Forced: res.Forced, Plan: &ApplyPlan{res: *res, d: d, s: s, dropped: dropped, resolved: resolved}}
 	}
 	out, err := a.send(ctx, res, intent, s, d, resolved, opts)
+	var first *RecordFirstError
+	if errors.As(err, &first) && dropped {
+		first.Plan.droppedBefore = true
+	}
 	if err == nil && dropped && out.Action == ActionUnchanged {
+		out.Action = ActionConfigured // the drop wrote
+	}
+	return out, err
+}
+
+// sendBefore is the answer of the plan's apply (sendPlanned's out and
+// err) with what the plan wrote before it: an apply that changes nothing
+// after dropFirst wrote is Configured, and a plan sent to another round
+// keeps that its drop wrote.
+func (p *ApplyPlan) sendBefore(out Result, err error) (Result, error) {
+	if !p.droppedBefore {
+		return out, err
+	}
+	var first *RecordFirstError
+	if errors.As(err, &first) {
+		first.Plan.droppedBefore = true
+	}
+	if err == nil && out.Action == ActionUnchanged {
 		out.Action = ActionConfigured // the drop wrote
 	}
 	return out, err
@@ -124,8 +152,12 @@ func (a *Applier) predictDryRun(ctx context.Context, res *Result, s State, inten
 		return *res, err
 	}
 	if !d.unchanged {
-		if next, err := a.Model().Apply(s, d.intent, opts.FieldManager, d.force); err == nil {
+		next, err := a.Model().Apply(s, d.intent, opts.FieldManager, d.force)
+		switch {
+		case err == nil:
 			s = next
+		case ignoreUnpredictable(err) != nil:
+			return *res, fmt.Errorf("predict the apply after the drop: %w", err)
 		}
 	}
 	res.Object, err = s.Encoded()

@@ -52,7 +52,8 @@ type Unread struct {
 // inherited. A patch that is gone, whose name its field manager does not
 // show (cut to its length limit) or whose status does not decode has
 // nothing to inherit. A 403 is returned as an Unread, for the caller to
-// report; other read errors are returned.
+// report; another read error is returned with the Unreads found before
+// it, which the caller reports all the same.
 //
 // The controller and kubectl fieldops plan both call it, so that the
 // plan's previous owners are the controller's.
@@ -72,7 +73,7 @@ func InheritedRecords(ctx context.Context, read RecordReader, owners ownershipco
 			unread = append(unread, Unread{Patch: rival, Fields: e.Fields, Err: err})
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("read the previous owners of %s: %w", rival, err)
+			return nil, unread, fmt.Errorf("read the previous owners of %s: %w", rival, err)
 		case u == nil:
 			continue
 		}
