@@ -63,3 +63,21 @@ func smokeBinaries(t *testing.T, hint string) (dir, manager, flux string) {
 	}
 	return dir, build("cmd/manager", "manager"), build("test/benchscale/flux", "flux")
 }
+
+func TestCapacity(t *testing.T) {
+	for _, c := range []struct {
+		before, peak rssSample
+		n            int
+		want         string
+	}{
+		// 40 MiB before, 10 MiB more at the peak for 1000 objects:
+		// (409.6 - 40) MiB at 10.24 KiB each.
+		{rssSample{anon: 40 * 1024}, rssSample{maxAnon: 50 * 1024}, 1000, "36960 (10.2 KiB each to the peak)"},
+		{rssSample{anon: 40 * 1024}, rssSample{maxAnon: 40 * 1024}, 1000, "–"},
+		{rssSample{anon: 500 * 1024}, rssSample{maxAnon: 510 * 1024}, 10, "–"},
+	} {
+		if got := capacity(c.before, c.peak, c.n); got != c.want {
+			t.Errorf("capacity(%v, %v, %d) = %q, want %q", c.before, c.peak, c.n, got, c.want)
+		}
+	}
+}

@@ -576,6 +576,7 @@ func (r *result) printSelector(w io.Writer) {
 	fmt.Fprintf(tw, "peak RSS (VmHWM)\t%.0f MiB\t%.0f MiB\t%.0f MiB\t%s\n", mib(fx.peakRSS), mib(fo.peakRSS), mib(s.peakRSS), ratio(float64(s.peakRSS), float64(fx.peakRSS)))
 	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t%s\t\n", split(fx.peak), split(fo.peak), split(s.peak))
 	fmt.Fprintf(tw, "peak anonymous (RssAnon)\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s\n", mib(fx.peak.maxAnon), mib(fo.peak.maxAnon), mib(s.peak.maxAnon), ratio(float64(s.peak.maxAnon), float64(fx.peak.maxAnon)))
+	fmt.Fprintf(tw, "capacity at a %d MiB limit, %d%% headroom\t–\t%s FieldPatches\t%s targets\t\n", limitMiB, headroomPercent, capacity(fo.before, fo.peak, n), capacity(s.before, s.peak, n))
 	fmt.Fprintf(tw, "RSS before, anon + file\t%s\t%s\t%s\t\n", split(fx.before), split(fo.before), split(s.before))
 	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s\t\n", split(fx.after), split(fo.after), split(s.after))
 	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20), s.heap.alloc/(1<<20), s.heap.inuse/(1<<20))
@@ -622,6 +623,10 @@ func printSelectorGoals(w io.Writer, s *selectorResult, fx sideResult, n int) {
 	// Memory goals are about anonymous memory (the heap, stacks): the
 	// binary's file-backed pages are reported beside (a larger binary is
 	// not a larger working set).
-	fmt.Fprintf(w, "  peak anonymous memory (RssAnon) ≤ Flux's: %.1f / %.1f MiB (%s); file-backed at the sampled peak %.1f / %.1f MiB; VmHWM %.0f / %.0f MiB\n",
-		mib(s.peak.maxAnon), mib(fx.peak.maxAnon), goal(s.peak.maxAnon <= fx.peak.maxAnon), mib(s.peak.file), mib(fx.peak.file), mib(s.peakRSS), mib(fx.peakRSS))
+	fmt.Fprintf(w, "  capacity (targets of one selector patch within %d MiB, %d%% headroom): %s; peak anonymous %.1f MiB, file-backed %.1f MiB, VmHWM %.0f MiB\n",
+		limitMiB, headroomPercent, capacity(s.before, s.peak, n), mib(s.peak.maxAnon), mib(s.peak.file), mib(s.peakRSS))
+	// Both from /proc over the same converge: each target costs the
+	// apiserver (and etcd) one apply.
+	mgr, cp := 1000*s.mgrCPU/float64(n), 1000*s.cpCPU/float64(n)
+	fmt.Fprintf(w, "  manager CPU per target ≤ apiserver+etcd CPU per apply: %.2f ms / %.2f ms = %s (%s)\n", mgr, cp, ratio(mgr, cp), goal(mgr <= cp))
 }

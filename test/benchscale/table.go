@@ -78,6 +78,7 @@ func (r *result) print(w io.Writer) {
 	fmt.Fprintf(tw, "  sampled peak, anon + file\t%s\t%s\t\n", split(fx.peak), split(fo.peak))
 	fmt.Fprintf(tw, "RSS after, anon + file\t%s\t%s\t%s (anon)\n", split(fx.after), split(fo.after), ratio(float64(fo.after.anon), float64(fx.after.anon)))
 	fmt.Fprintf(tw, "  anon growth per object\t%s\t%s\t\n", growth(fx, n), growth(fo, n))
+	fmt.Fprintf(tw, "capacity at a %d MiB limit, %d%% headroom\t–\t%s FieldPatches\t\n", limitMiB, headroomPercent, capacity(fo.before, fo.peak, n))
 	fmt.Fprintf(tw, "Go heap after, alloc / in use\t–\t%.1f / %.1f MiB\t\n", fo.heap.alloc/(1<<20), fo.heap.inuse/(1<<20))
 	fmt.Fprintf(tw, "  free resident, stacks, next GC\t–\t%.1f, %.1f, %.1f MiB\t\n", (fo.heap.idle-fo.heap.released)/(1<<20), fo.heap.stacks/(1<<20), fo.heap.nextGC/(1<<20))
 	fmt.Fprintf(tw, "applied\t%d/%d\t%d/%d\t\n", fx.applied, n, fo.applied, n)
@@ -99,6 +100,27 @@ func (r *result) print(w io.Writer) {
 
 // split formats a sample as anonymous + file-backed MiB.
 func split(s rssSample) string { return fmt.Sprintf("%.1f + %.1f MiB", mib(s.anon), mib(s.file)) }
+
+// The chart's default memory limit, and the headroom kept below it, of
+// the capacity figure (issue 41: memory is judged as capacity).
+const (
+	limitMiB        = 512
+	headroomPercent = 20
+)
+
+// capacity is how many objects one manager holds within the chart's
+// default limit less the headroom, at this run's growth: its anonymous
+// memory before the converge, plus, per object, the growth to the
+// converge's sampled peak (the peak, not the settled memory, meets the
+// limit). "–" when the run shows no growth.
+func capacity(before, peak rssSample, n int) string {
+	perObject := float64(peak.maxAnon-before.anon) / float64(n)
+	budget := float64(limitMiB*1024)*(100-headroomPercent)/100 - float64(before.anon)
+	if perObject <= 0 || budget <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f (%.1f KiB each to the peak)", budget/perObject, perObject)
+}
 
 // growth is a side's anonymous memory after its converge less before it,
 // per object, in KiB.
