@@ -32,7 +32,8 @@ type postrenderer struct {
 	manager   string
 	yieldTo   map[string]bool
 	// keepLiveValues gives the yielded fields their live values instead
-	// of leaving them out (--keep-live-values, for Helm 3).
+	// of leaving them out (--keep-live-values, for Helm 3), except a
+	// Secret's (keepsLiveValues).
 	keepLiveValues bool
 }
 
@@ -135,16 +136,37 @@ func (r *postrenderer) document(ctx context.Context, doc []byte) ([]byte, string
 	if len(yielded) == 0 {
 		return doc, "", nil
 	}
-	if r.keepLiveValues {
+	note := yieldNote(ref, yielded)
+	switch {
+	case r.keepsLiveValues(obj):
 		if out, err = r.applier.WithLiveValues(live, obj, yielded); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", ref, err)
 		}
+	case r.keepLiveValues:
+		note += ref + ": " + secretNotKept + "\n"
 	}
 	b, err := yaml.Marshal(out.Object)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", ref, err)
 	}
-	return bytes.Join([][]byte{marker, leadingComments(body), b}, nil), yieldNote(ref, yielded), nil
+	return bytes.Join([][]byte{marker, leadingComments(body), b}, nil), note, nil
+}
+
+// secretNotKept is the note of a Secret whose yielded fields
+// --keep-live-values leaves out: it names no value.
+const secretNotKept = "--keep-live-values gives a Secret no live values (Helm records the manifests in the release): the fields above are left out"
+
+// keepsLiveValues reports whether the yielded fields of obj get their
+// live values: with --keep-live-values, for any object but a Secret. A
+// Secret's live values would go into the manifests Helm records in the
+// release (a Secret of the release's namespace by default, or a
+// ConfigMap or an SQL table, and what helm get manifest prints): whoever
+// may read the release would read them, though they need not be allowed
+// to read the Secret. Its yielded fields are left out, as without the
+// flag.
+func (r *postrenderer) keepsLiveValues(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return r.keepLiveValues && (gvk.Group != "" || gvk.Kind != "Secret")
 }
 
 // get reads obj's live copy with one GET: nil when it does not exist,

@@ -61,12 +61,18 @@ per object, the fields left out and the manager each was left to (paths,
 never values); --log-file appends the same to a file, as Helm 4 does not
 show a post-renderer plugin's standard error.
 
-The cluster is the one kubectl's flags select, else the one Helm's
-variables name (KUBECONFIG, HELM_KUBECONTEXT, HELM_NAMESPACE, ...).
-Helm 4 runs a post-renderer plugin in its own environment, without its
--n: give the release's namespace as --post-renderer-args=--namespace=NS.
-Helm 3's three-way merge needs --keep-live-values. See
-docs/gitops.md#helm.`,
+The release's namespace is required: --namespace, else HELM_NAMESPACE.
+Neither Helm 3 nor Helm 4 passes its -n to a post-renderer, and the
+kubeconfig's namespace is never assumed (an object read from another
+namespace than the release's would leave nothing out): give it as
+--post-renderer-args=--namespace=NS. Without it the command fails and
+writes nothing. The cluster is the one kubectl's flags select, else the
+one Helm's variables name (KUBECONFIG, HELM_KUBECONTEXT, ...).
+
+Helm 3's three-way merge needs --keep-live-values. A Secret never gets
+its live values: Helm records the manifests it applies in the release,
+which whoever may read the release can read; its yielded fields are left
+out, and standard error says so. See docs/gitops.md#helm.`,
 		Example: `  # Helm 4, with the plugin installed (deploy/helm-plugin/fieldops-postrender);
   # Helm 4 does not pass -n to a post-renderer plugin
   helm upgrade web ./chart -n web --post-renderer fieldops-postrender --post-renderer-args=--namespace=web
@@ -82,7 +88,7 @@ docs/gitops.md#helm.`,
 	}
 	cmd.Flags().StringVar(&o.fieldManager, "field-manager", helmFieldManager, "the field manager the release is applied with: its fields held with the manifest's value are kept")
 	cmd.Flags().StringArrayVar(&o.yieldTo, "yield-to", nil, "also leave out the fields this field manager owns (repeatable), e.g. an autoscaler's")
-	cmd.Flags().BoolVar(&o.keepLive, "keep-live-values", false, "give the yielded fields their live values instead of leaving them out: for Helm 3, whose three-way merge deletes a field the previous release had and the new manifest lacks")
+	cmd.Flags().BoolVar(&o.keepLive, "keep-live-values", false, "give the yielded fields their live values instead of leaving them out: for Helm 3, whose three-way merge deletes a field the previous release had and the new manifest lacks (never a Secret's: its yielded fields are left out)")
 	cmd.Flags().StringVar(&o.logFile, "log-file", "", "also append what standard error says (the fields left out, a failure) to this file: Helm 4 does not show a post-renderer plugin's standard error")
 	return cmd
 }
@@ -112,7 +118,11 @@ func (o *postrenderOptions) render(ctx context.Context) ([]byte, string, error) 
 		return nil, "", fmt.Errorf("read the manifests: %w", err)
 	}
 	o.useHelmEnv()
-	r, err := o.renderer()
+	ns, err := o.releaseNamespace()
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := o.renderer(ns)
 	if err != nil {
 		return nil, "", err
 	}
@@ -152,8 +162,11 @@ func (o *postrenderOptions) log(notes string, failure error) error {
 // helmEnv maps Helm's variables (helm env; pkg/cli EnvSettings.EnvVars,
 // which Helm gives its CLI plugins) to kubectl's flags. Helm 4.3 runs a
 // post-renderer plugin with Helm's own environment only (pkg/postrenderer
-// passes no settings), so these hold what the user set, not Helm's
-// flags. KUBECONFIG needs no mapping: the kubeconfig loader reads it.
+// passes no settings; internal/plugin runPostrenderer adds only
+// HELM_PLUGIN_NAME and HELM_PLUGIN_DIR), and Helm 3 runs a post-renderer
+// executable with its environment as it is, so these hold what the user
+// set, not Helm's flags. KUBECONFIG needs no mapping: the kubeconfig
+// loader reads it.
 var helmEnv = []struct {
 	env  string
 	flag func(*genericclioptions.ConfigFlags) *string
@@ -183,8 +196,29 @@ func (o *postrenderOptions) useHelmEnv() {
 	}
 }
 
-// renderer connects to the cluster the flags select.
-func (o *postrenderOptions) renderer() (*postrenderer, error) {
+// errNoReleaseNamespace: neither --namespace nor HELM_NAMESPACE gave the
+// release's namespace.
+var errNoReleaseNamespace = errors.New("the release's namespace is not given: pass --namespace=NS " +
+	"(helm --post-renderer-args=--namespace=NS) or set HELM_NAMESPACE; Helm does not pass its -n to a post-renderer, " +
+	"and the kubeconfig's namespace is not assumed to be the release's")
+
+// releaseNamespace is the namespace Helm applies an object without one
+// into: --namespace, else HELM_NAMESPACE (useHelmEnv). The kubeconfig
+// context's namespace is never taken for it: it is the release's only
+// when Helm was given no -n, which a post-renderer cannot see, and an
+// object read from another namespace would be judged against the wrong
+// live object (none: nothing left out, the apply then conflicts; or
+// another object's owners).
+func (o *postrenderOptions) releaseNamespace() (string, error) {
+	if o.flags.Namespace == nil || *o.flags.Namespace == "" {
+		return "", errNoReleaseNamespace
+	}
+	return *o.flags.Namespace, nil
+}
+
+// renderer connects to the cluster the flags select; ns is the release's
+// namespace.
+func (o *postrenderOptions) renderer(ns string) (*postrenderer, error) {
 	conn, err := connect(o.flags)
 	if err != nil {
 		return nil, err
@@ -193,7 +227,7 @@ func (o *postrenderOptions) renderer() (*postrenderer, error) {
 	for _, m := range o.yieldTo {
 		yield[m] = true
 	}
-	return &postrenderer{client: conn.client, mapper: conn.client.RESTMapper(), applier: conn.applier, namespace: conn.namespace, manager: o.fieldManager, yieldTo: yield, keepLiveValues: o.keepLive}, nil
+	return &postrenderer{client: conn.client, mapper: conn.client.RESTMapper(), applier: conn.applier, namespace: ns, manager: o.fieldManager, yieldTo: yield, keepLiveValues: o.keepLive}, nil
 }
 
 // yieldsTo reports whether the post-renderer leaves manager's fields to

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -61,7 +63,7 @@ func TestSplitDocuments(t *testing.T) {
 
 // helmNamespaces are the namespaces of TestHelmPostrender, the only ones
 // its manager watches.
-var helmNamespaces = []string{"helm-pr", "helm-pr-yield", "helm-pr-new"}
+var helmNamespaces = []string{"helm-pr", "helm-pr-yield", "helm-pr-new", "helm-pr-secret"}
 
 // TestHelmPostrender runs helm-postrender between "Helm" (server-side
 // apply as field manager helm without force, as Helm 4 applies) and a
@@ -87,6 +89,8 @@ func TestHelmPostrender(t *testing.T) {
 	t.Cleanup(testkit.Start(mgr))
 	t.Run("YieldsToFieldPatch", func(t *testing.T) { testHelmYieldsToFieldPatch(t, writes) })
 	t.Run("YieldTo", testHelmYieldTo)
+	t.Run("ReleaseNamespace", testHelmReleaseNamespace)
+	t.Run("SecretNoLiveValues", testHelmSecretNoLiveValues)
 	t.Run("PassThrough", testHelmPassThrough)
 	t.Run("Unreadable", testHelmUnreadable)
 }
@@ -320,6 +324,103 @@ func testHelmYieldTo(t *testing.T) {
 	}
 	if got, want := webState(t, ns), "replicas 3, image nginx:1.28, memory 128Mi, note v2, 1 env"; got != want {
 		t.Errorf("%s, want %s", got, want)
+	}
+}
+
+// The release's namespace is --namespace, else HELM_NAMESPACE, never
+// the kubeconfig's: given neither, the post-renderer fails and writes
+// nothing (Helm then applies nothing), even though the kubeconfig's
+// context names the namespace of the Deployment (testHelmYieldTo's,
+// whose replicas the autoscaler holds). --namespace wins over
+// HELM_NAMESPACE.
+func testHelmReleaseNamespace(t *testing.T) {
+	const ns = "helm-pr-yield"
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts[cfg.CurrentContext].Namespace = ns
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	in := renderedWeb("nginx:1.28", "v2", "")
+	run := func(args ...string) (string, string, error) {
+		return pluginIn(t, in, append([]string{"helm-postrender", "--kubeconfig", path, "--yield-to", "autoscaler"}, args...)...)
+	}
+	t.Setenv("HELM_NAMESPACE", "")
+	out, stderr, err := run()
+	if err == nil || out != "" || !strings.Contains(err.Error(), "--namespace") || !strings.Contains(err.Error(), "HELM_NAMESPACE") {
+		t.Errorf("no release namespace: error %v, standard error %q, post-rendered %q; want an error asking for --namespace or HELM_NAMESPACE, nothing written", err, stderr, out)
+	}
+	want := "Deployment helm-pr-yield/web: left to \"autoscaler\": .spec.replicas\n"
+	t.Setenv("HELM_NAMESPACE", ns)
+	if _, stderr, err := run(); err != nil || stderr != want {
+		t.Errorf("HELM_NAMESPACE=%s: %v, standard error %q, want %q", ns, err, stderr, want)
+	}
+	t.Setenv("HELM_NAMESPACE", "helm-pr-new")
+	if _, stderr, err := run("--namespace", ns); err != nil || stderr != want {
+		t.Errorf("--namespace %s over HELM_NAMESPACE: %v, standard error %q, want %q", ns, err, stderr, want)
+	}
+}
+
+// A FieldPatch holds a Secret's password. With --keep-live-values as
+// without it, the post-rendered Secret leaves the password out: its live
+// value would otherwise be stored in Helm's release record. Neither
+// standard output nor standard error holds the live value, in base64 or
+// decoded; standard error says the Secret got no live values.
+func testHelmSecretNoLiveValues(t *testing.T) {
+	const ns = "helm-pr-secret"
+	const live = "live-s3cret"
+	liveB64 := base64.StdEncoding.EncodeToString([]byte(live))
+	createNamespace(t, ns)
+	in := `---
+# Source: db/templates/secret.yaml
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+type: Opaque
+data:
+  user: YWRtaW4=
+  password: Y2hhcnQ=
+`
+	if err := helmApply(t, ns, in); err != nil {
+		t.Fatal(err)
+	}
+	fp := &v1alpha1.FieldPatch{}
+	createReady(t, `apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: password, namespace: helm-pr-secret}
+spec:
+  target: {apiVersion: v1, kind: Secret, name: db}
+  patch: {data: {password: `+liveB64+`}}
+`, fp)
+	// Gone before the next test: kubectl fieldops status -A lists every
+	// patch (TestStatus's golden file).
+	defer testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	leftOut := fmt.Sprintf("Secret helm-pr-secret/db: left to %q (FieldPatch helm-pr-secret/password): .data.password\n", names.FieldPatch(false, ns, "password"))
+	for _, tc := range []struct {
+		args []string
+		note string
+	}{
+		{[]string{"-n", ns}, leftOut},
+		{[]string{"-n", ns, "--keep-live-values"}, leftOut + "Secret helm-pr-secret/db: " + secretNotKept + "\n"},
+	} {
+		out, stderr, err := postrender(t, in, tc.args...)
+		if err != nil || stderr != tc.note {
+			t.Fatalf("%v: %v, standard error\n%s\nwant\n%s", tc.args, err, stderr, tc.note)
+		}
+		for _, v := range []string{live, liveB64} {
+			if strings.Contains(out, v) || strings.Contains(stderr, v) {
+				t.Errorf("%v: the Secret's live value %q is written out", tc.args, v)
+			}
+		}
+		_, body := splitMarker([]byte(out))
+		obj := decodeObject(body)
+		if data, _, _ := unstructured.NestedStringMap(obj.Object, "data"); !reflect.DeepEqual(data, map[string]string{"user": "YWRtaW4="}) {
+			t.Errorf("%v: post-rendered data %v, want the user alone (the password left out)", tc.args, data)
+		}
 	}
 }
 

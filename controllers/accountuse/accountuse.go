@@ -7,9 +7,11 @@ Licensed under the Apache License, Version 2.0.
 // Package accountuse protects the accounts fieldops objects act as while
 // they are in use, as Kubernetes protects a PersistentVolumeClaim a Pod
 // uses (the kubernetes.io/pvc-protection finalizer, KEP-498 "Storage
-// Object in Use Protection"): the ServiceAccount, the RoleBindings of its
-// namespace that grant it rights and the Roles those RoleBindings refer
-// to carry the finalizer fieldops.dev/in-use while a FieldPatch,
+// Object in Use Protection"): the ServiceAccount, the RoleBindings that
+// grant it rights where the fieldops object acts (its own namespace for a
+// FieldPatch or ManagedWorkload; every namespace for a ClusterFieldPatch,
+// whose targets may be in any) and the Roles those RoleBindings refer to
+// carry the finalizer fieldops.dev/in-use while a FieldPatch,
 // ClusterFieldPatch or ManagedWorkload acting as that account exists.
 // Deleting them first (kubectl delete -k, a GitOps prune, a namespace
 // deletion, in any order) then waits until the fieldops objects have
@@ -95,56 +97,77 @@ var _ reconcile.Reconciler = &Reconciler{}
 // Reconcile sets or removes the finalizer on the account objects of the
 // namespace req.Name.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	inUse, err := r.inUse(ctx, req.Name)
+	u, err := r.inUse(ctx, req.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	err = r.syncNamespace(ctx, req.Name, inUse)
+	err = r.syncNamespace(ctx, req.Name, u)
 	if errors.Is(err, errStale) {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	return ctrl.Result{}, err
 }
 
-// inUse are the accounts of namespace ns the fieldops objects act as
-// (those being deleted too: they hand their fields back with the
-// account's rights).
-func (r *Reconciler) inUse(ctx context.Context, ns string) (map[tenancy.Account]bool, error) {
-	out := map[tenancy.Account]bool{}
-	add := func(objNamespace, name, namespace string) {
-		a, err := tenancy.Resolve(r.Tenancy, objNamespace, name, namespace)
-		if err == nil && !a.IsManager() && a.Namespace == ns && a.Namespace != r.Tenancy.OwnNamespace {
-			out[a] = true
+// use is what fieldops objects use of one namespace (those being deleted
+// too: they hand their fields back with the account's rights).
+type use struct {
+	// own are the accounts of the namespace that fieldops objects act as:
+	// their ServiceAccounts are held.
+	own map[tenancy.Account]bool
+	// acting are the accounts, of any namespace, that fieldops objects act
+	// as in the namespace: the RoleBindings of the namespace granting one
+	// are held, and the Roles they refer to. A FieldPatch or
+	// ManagedWorkload acts in its own namespace, a ClusterFieldPatch in
+	// every namespace (its targets may be in any).
+	acting map[tenancy.Account]bool
+}
+
+// inUse is what fieldops objects use of namespace ns. Nothing of the
+// manager's own namespace is used, nor any account of it: nothing of
+// fieldops's installation is held back.
+func (r *Reconciler) inUse(ctx context.Context, ns string) (use, error) {
+	u := use{own: map[tenancy.Account]bool{}, acting: map[tenancy.Account]bool{}}
+	if ns == r.Tenancy.OwnNamespace {
+		return u, nil
+	}
+	add := func(o client.Object) {
+		a, ok := r.account(o)
+		if !ok {
+			return
 		}
+		if a.Namespace == ns {
+			u.own[a] = true
+		}
+		u.acting[a] = true
 	}
 	var fps v1alpha1.FieldPatchList
 	if err := r.Client.List(ctx, &fps, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return u, err
 	}
-	for _, fp := range fps.Items {
-		add(fp.Namespace, fp.Spec.ServiceAccountName, fp.Spec.ServiceAccountNamespace)
+	for i := range fps.Items {
+		add(&fps.Items[i])
 	}
 	var mws v1alpha1.ManagedWorkloadList
 	if err := r.Client.List(ctx, &mws, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return u, err
 	}
-	for _, mw := range mws.Items {
-		add(mw.Namespace, mw.Spec.ServiceAccountName, "")
+	for i := range mws.Items {
+		add(&mws.Items[i])
 	}
 	var cfps v1alpha1.ClusterFieldPatchList
 	if err := r.Client.List(ctx, &cfps, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return u, err
 	}
-	for _, cfp := range cfps.Items {
-		add("", cfp.Spec.ServiceAccountName, cfp.Spec.ServiceAccountNamespace)
+	for i := range cfps.Items {
+		add(&cfps.Items[i])
 	}
-	return out, nil
+	return u, nil
 }
 
-// syncNamespace sets Finalizer on the ServiceAccounts of ns in inUse, the
-// RoleBindings granting one of them and the Roles those refer to, and
-// removes it from the others.
-func (r *Reconciler) syncNamespace(ctx context.Context, ns string, inUse map[tenancy.Account]bool) error {
+// syncNamespace sets Finalizer on the ServiceAccounts of ns in u.own, the
+// RoleBindings of ns granting an account of u.acting and the Roles those
+// refer to, and removes it from the others.
+func (r *Reconciler) syncNamespace(ctx context.Context, ns string, u use) error {
 	var bindings rbacv1.RoleBindingList
 	if err := r.Client.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
 		return err
@@ -163,14 +186,14 @@ func (r *Reconciler) syncNamespace(ctx context.Context, ns string, inUse map[ten
 	roles := map[string]bool{}
 	for i := range bindings.Items {
 		b := &bindings.Items[i]
-		used := grants(b.Subjects, ns, inUse)
+		used := grants(b.Subjects, ns, u.acting)
 		if used && b.RoleRef.Kind == "Role" {
 			roles[b.RoleRef.Name] = true
 		}
 		errs = append(errs, r.protect(ctx, b, used))
 	}
 	for i := range sas.Items {
-		errs = append(errs, r.protect(ctx, &sas.Items[i], inUse[tenancy.Account{Namespace: ns, Name: sas.Items[i].Name}]))
+		errs = append(errs, r.protect(ctx, &sas.Items[i], u.own[tenancy.Account{Namespace: ns, Name: sas.Items[i].Name}]))
 	}
 	for i := range rs.Items {
 		errs = append(errs, r.protect(ctx, &rs.Items[i], roles[rs.Items[i].Name]))
@@ -179,8 +202,21 @@ func (r *Reconciler) syncNamespace(ctx context.Context, ns string, inUse map[ten
 }
 
 // grants reports whether subjects (of a binding in namespace ns) name a
-// ServiceAccount in inUse.
-func grants(subjects []rbacv1.Subject, ns string, inUse map[tenancy.Account]bool) bool {
+// ServiceAccount in accounts.
+func grants(subjects []rbacv1.Subject, ns string, accounts map[tenancy.Account]bool) bool {
+	for _, a := range subjectAccounts(subjects, ns) {
+		if accounts[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectAccounts are the ServiceAccounts subjects (of a binding in
+// namespace ns) name; a ServiceAccount subject without a namespace is
+// one of ns, as RBAC's authorizer reads it.
+func subjectAccounts(subjects []rbacv1.Subject, ns string) []tenancy.Account {
+	var out []tenancy.Account
 	for _, s := range subjects {
 		if s.Kind != rbacv1.ServiceAccountKind {
 			continue
@@ -189,11 +225,26 @@ func grants(subjects []rbacv1.Subject, ns string, inUse map[tenancy.Account]bool
 		if namespace == "" {
 			namespace = ns
 		}
-		if inUse[tenancy.Account{Namespace: namespace, Name: s.Name}] {
-			return true
-		}
+		out = append(out, tenancy.Account{Namespace: namespace, Name: s.Name})
 	}
-	return false
+	return out
+}
+
+// subjectIndex indexes the manager's cache of RoleBindings by the
+// ServiceAccounts they name ("<namespace>/<name>"): a ClusterFieldPatch
+// maps to the namespaces whose RoleBindings grant its account.
+const subjectIndex = "accountuse.serviceAccountSubjects"
+
+func indexSubjects(o client.Object) []string {
+	b, ok := o.(*rbacv1.RoleBinding)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, a := range subjectAccounts(b.Subjects, b.Namespace) {
+		keys = append(keys, a.Namespace+"/"+a.Name)
+	}
+	return keys
 }
 
 // protect adds the finalizer to obj when used, and removes it otherwise, in a
@@ -233,22 +284,34 @@ func metadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList
 	return l
 }
 
-// SetupWithManager registers the controller: fieldops objects acting as
-// an account map to that account's namespace; RoleBindings,
+// SetupWithManager registers the controller: FieldPatches and
+// ManagedWorkloads acting as an account map to their namespace (the
+// account's); ClusterFieldPatches acting as one to the account's namespace
+// and to every namespace whose RoleBindings name it; RoleBindings,
 // ServiceAccounts and Roles (the last two as metadata only) to their own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Finalizer == "" {
 		r.Finalizer = Finalizer
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &rbacv1.RoleBinding{}, subjectIndex, indexSubjects); err != nil {
+		return err
+	}
 	ns := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
 	account := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		n, ok := r.accountNamespace(o)
+		a, ok := r.account(o)
 		if !ok {
 			return nil // acts with the manager's rights: no account to protect
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Namespace}}}
+	})
+	clusterAccount := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		a, ok := r.account(o)
+		if !ok {
+			return nil
+		}
+		return r.grantingNamespaces(ctx, a)
 	})
 	// Which account an object acts as changes only with its spec (and its
 	// existence): its status writes, most of its events, do not concern
@@ -257,7 +320,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("accountuse").
 		Watches(&v1alpha1.FieldPatch{}, account, spec).
-		Watches(&v1alpha1.ClusterFieldPatch{}, account, spec).
+		Watches(&v1alpha1.ClusterFieldPatch{}, clusterAccount, spec).
 		Watches(&v1alpha1.ManagedWorkload{}, account, spec).
 		Watches(&rbacv1.RoleBinding{}, ns).
 		WatchesMetadata(&corev1.ServiceAccount{}, ns).
@@ -265,10 +328,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// accountNamespace is the namespace of the account fieldops object o acts
-// as; ok is false when it acts with the manager's rights (or names an
-// account it may not act as).
-func (r *Reconciler) accountNamespace(o client.Object) (string, bool) {
+// grantingNamespaces are the requests of account a's namespace and of
+// every namespace with a RoleBinding naming a (the manager's cache, by
+// subjectIndex). Were the cache to fail, the account's namespace alone
+// is looked at, and the error logged: the RoleBindings of the others are
+// looked at again with their next event.
+func (r *Reconciler) grantingNamespaces(ctx context.Context, a tenancy.Account) []reconcile.Request {
+	out := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Namespace}}}
+	var list rbacv1.RoleBindingList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{subjectIndex: a.Namespace + "/" + a.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list the RoleBindings naming an account in use", "account", a.String())
+		return out
+	}
+	seen := map[string]bool{a.Namespace: true}
+	for _, b := range list.Items {
+		if !seen[b.Namespace] {
+			seen[b.Namespace] = true
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: b.Namespace}})
+		}
+	}
+	return out
+}
+
+// account is the account fieldops object o acts as; ok is false when it
+// acts with the manager's rights (or names an account it may not act
+// as), and for an account of the manager's own namespace, which is never
+// held back.
+func (r *Reconciler) account(o client.Object) (tenancy.Account, bool) {
 	var name, namespace string
 	switch obj := o.(type) {
 	case *v1alpha1.FieldPatch:
@@ -280,7 +366,7 @@ func (r *Reconciler) accountNamespace(o client.Object) (string, bool) {
 	}
 	a, err := tenancy.Resolve(r.Tenancy, o.GetNamespace(), name, namespace)
 	if err != nil || a.IsManager() || a.Namespace == r.Tenancy.OwnNamespace {
-		return "", false
+		return tenancy.Account{}, false
 	}
-	return a.Namespace, true
+	return a, true
 }

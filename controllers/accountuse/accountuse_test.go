@@ -68,23 +68,28 @@ func account(t *testing.T, ns string) (sa, role, binding client.Object, target *
 func patch(t *testing.T, ns string) *v1alpha1.FieldPatch {
 	t.Helper()
 	fp := &v1alpha1.FieldPatch{}
-	y := fmt.Sprintf(`{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, metadata: {name: p, namespace: %s},
-  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c}, serviceAccountName: patcher, patch: {data: {a: patched}}}}`, ns)
-	if err := yaml.UnmarshalStrict([]byte(y), fp); err != nil {
+	createReady(t, fp, fmt.Sprintf(`{apiVersion: fieldops.dev/v1alpha1, kind: FieldPatch, metadata: {name: p, namespace: %s},
+  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c}, serviceAccountName: patcher, patch: {data: {a: patched}}}}`, ns))
+	return fp
+}
+
+// createReady creates the patch obj from y and waits until it is Ready.
+func createReady(t *testing.T, obj v1alpha1.Patcher, y string) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(y), obj); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Create(context.Background(), fp); err != nil {
+	if err := k8s.Create(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, "FieldPatch Ready", func() (bool, string) {
-		kit.Get(t, fp)
-		c := meta.FindStatusCondition(fp.Status.Conditions, "Ready")
+	testkit.Eventually(t, fmt.Sprintf("%T %s Ready", obj, obj.GetName()), func() (bool, string) {
+		kit.Get(t, obj)
+		c := meta.FindStatusCondition(obj.PatchStatus().Conditions, "Ready")
 		if c == nil {
 			return false, "no Ready"
 		}
 		return c.Status == metav1.ConditionTrue, c.Reason + ": " + c.Message
 	})
-	return fp
 }
 
 // protected waits until every object carries the in-use finalizer (want)
@@ -112,8 +117,8 @@ func gone(t *testing.T, objs ...client.Object) {
 		testkit.Eventually(t, fmt.Sprintf("%T %s gone", o, o.GetName()), func() (bool, string) {
 			err := k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o)
 			why := fmt.Sprintf("%v; finalizers %v", err, o.GetFinalizers())
-			if fp, ok := o.(*v1alpha1.FieldPatch); ok {
-				why += fmt.Sprintf("; conditions %+v", fp.Status.Conditions)
+			if p, ok := o.(v1alpha1.Patcher); ok {
+				why += fmt.Sprintf("; conditions %+v", p.PatchStatus().Conditions)
 			}
 			return apierrors.IsNotFound(err), why
 		})
@@ -216,6 +221,63 @@ func TestOnlyAccountsInUse(t *testing.T) {
 	}
 	protected(t, true, other)
 	protected(t, false, sa, role, binding)
+}
+
+// A ClusterFieldPatch acts where its targets are: the RoleBinding (and
+// its Role) that grants its account rights in the target's namespace,
+// another than the account's own, is held as the account is. Deleted
+// first, with the account, it stays until the patch has handed its
+// fields back with the account's rights, then goes. A ClusterRoleBinding
+// naming the account is never held, nor a RoleBinding of the manager's
+// own namespace (the suite's manager has none: nothing to show), nor one
+// naming another account.
+func TestClusterFieldPatchBindingsElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const accounts, targets = "inuse-cfp-accounts", "inuse-cfp-targets"
+	kit.Namespace(t, accounts)
+	kit.Namespace(t, targets)
+	target := kit.ApplyAs(t, "helm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"`+targets+`"},"data":{"a":"helm"}}`)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: accounts}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: targets},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: targets},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "robot"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
+	bystander := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: targets},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "robot"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "bystander", Namespace: accounts}}}
+	nothing := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "inuse-cfp-nothing"}}
+	clusterBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "inuse-cfp-robot"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nothing.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
+	for _, o := range []client.Object{sa, role, binding, bystander, nothing, clusterBinding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, o := range []client.Object{clusterBinding, nothing} {
+			_ = k8s.Delete(context.Background(), o)
+		}
+	})
+	cfp := &v1alpha1.ClusterFieldPatch{}
+	createReady(t, cfp, `{apiVersion: fieldops.dev/v1alpha1, kind: ClusterFieldPatch, metadata: {name: inuse-cfp},
+  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c, namespace: `+targets+`},
+    serviceAccountName: robot, serviceAccountNamespace: `+accounts+`, patch: {data: {a: patched}}}}`)
+	protected(t, true, sa, binding, role)
+	protected(t, false, bystander, clusterBinding)
+
+	del(t, binding, role, sa)
+	for _, o := range []client.Object{binding, role, sa} {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(o), o)
+		if err != nil || o.GetDeletionTimestamp() == nil || !slices.Contains(o.GetFinalizers(), accountuse.Finalizer) {
+			t.Fatalf("%T %s while the patch acts as the account: %v, finalizers %v; want it marked for deletion and held", o, o.GetName(), err, o.GetFinalizers())
+		}
+	}
+	del(t, cfp)
+	gone(t, cfp, binding, role, sa)
+	handedBack(t, target)
 }
 
 // A shard protects the accounts its own objects use with a finalizer of

@@ -34,26 +34,37 @@ type Options struct {
 	// DefaultServiceAccount is the account, in their own namespace, of
 	// FieldPatches and ManagedWorkloads naming none (the manager's
 	// --default-service-account); empty: such objects are not checked.
+	// Set, such an object is checked as the policy checks it, which does
+	// not know the name: its author must be allowed to impersonate every
+	// ServiceAccount of its namespace (the default one among them).
 	DefaultServiceAccount string
 	// ManagerRightsNamespaces is the manager's --manager-rights-namespaces.
 	// Holding "*", namespaced objects naming no account act with the
 	// manager's rights everywhere and are not checked (as config/manager-
 	// rights' policy checks only objects naming an account); a list of
-	// namespaces changes nothing here: an object naming none is checked
-	// against DefaultServiceAccount, as config/default's policy does, so
-	// only those who may impersonate that account write such objects there.
+	// namespaces changes nothing here: an object naming none is checked as
+	// config/default's policy does, so only those who may impersonate
+	// every account of the namespace write such objects there.
 	ManagerRightsNamespaces []string
 }
 
 // Account is the ServiceAccount an object acts as, by namespace and name.
 // Namespace is empty for a ClusterFieldPatch naming no
 // serviceAccountNamespace: the check then asks for the right to
-// impersonate that name in every namespace, as the policy does.
+// impersonate that name in every namespace, as the policy does. Name is
+// empty for a namespaced object naming none: it acts as the default
+// account of Namespace, and the check asks for the right to impersonate
+// every ServiceAccount of Namespace, as the policy does.
 type Account struct {
 	Namespace, Name string
 }
 
-func (a Account) String() string { return a.Namespace + "/" + a.Name }
+func (a Account) String() string {
+	if a.Name == "" {
+		return "every ServiceAccount of " + a.Namespace
+	}
+	return "ServiceAccount " + a.Namespace + "/" + a.Name
+}
 
 // object is the part of a fieldops object the decision reads.
 type object struct {
@@ -76,7 +87,8 @@ func (o *object) specString(key string) string {
 // status do not), of a FieldPatch, ClusterFieldPatch or ManagedWorkload.
 // A namespaced object acts as spec.serviceAccountName of its namespace,
 // else as opts.DefaultServiceAccount (unless opts.ManagerRightsNamespaces
-// holds "*"); a ClusterFieldPatch as
+// holds "*"), checked as every account of its namespace (Account); a
+// ClusterFieldPatch as
 // spec.serviceAccountNamespace/spec.serviceAccountName, and naming none
 // it is not checked. ok is false when nothing is to be checked; kind is
 // the object's kind; an error means the object could not be decoded.
@@ -126,10 +138,7 @@ func (o *object) account(opts Options) (Account, bool) {
 		}
 		return Account{Namespace: o.specString("serviceAccountNamespace"), Name: name}, true
 	case "FieldPatch", "ManagedWorkload":
-		if name == "" && !slices.Contains(opts.ManagerRightsNamespaces, "*") {
-			name = opts.DefaultServiceAccount
-		}
-		if name == "" {
+		if name == "" && (opts.DefaultServiceAccount == "" || slices.Contains(opts.ManagerRightsNamespaces, "*")) {
 			return Account{}, false
 		}
 		return Account{Namespace: o.Metadata.Namespace, Name: name}, true
@@ -141,7 +150,8 @@ func (o *object) account(opts Options) (Account, bool) {
 // impersonate the ServiceAccount it acts as (AccountToCheck), asking the
 // apiserver with a SubjectAccessReview of the request's user, groups, uid
 // and extra: verb impersonate, resource serviceaccounts (core group), the
-// account's namespace and name. It denies with reason Forbidden (403) and
+// account's namespace and name (no name: every ServiceAccount of the
+// namespace). It denies with reason Forbidden (403) and
 // a message naming the account and the missing right, the message of the
 // policy; a review the apiserver fails to answer is an error (500), which
 // the webhook's failurePolicy Fail turns into a refusal.
@@ -174,7 +184,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		},
 	}}
 	if err := h.Client.Create(ctx, sar); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("review whether %s may impersonate ServiceAccount %s: %w", req.UserInfo.Username, account, err))
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("review whether %s may impersonate %s: %w", req.UserInfo.Username, account, err))
 	}
 	if !sar.Status.Allowed {
 		return admission.Denied(DeniedMessage(kind, account))
@@ -185,7 +195,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 // DeniedMessage is the refusal of an object of kind acting as account,
 // word for word the policy's messageExpression.
 func DeniedMessage(kind string, account Account) string {
-	return fmt.Sprintf("this %s acts as ServiceAccount %s, and you may not impersonate it (RBAC: impersonate on serviceaccounts)", kind, account)
+	if account.Name == "" {
+		return fmt.Sprintf("this %s names no serviceAccountName and acts as the default ServiceAccount of namespace %s (--default-service-account), and you may not impersonate every ServiceAccount of %s: name one you may impersonate (RBAC: impersonate on serviceaccounts)", kind, account.Namespace, account.Namespace)
+	}
+	return fmt.Sprintf("this %s acts as ServiceAccount %s/%s, and you may not impersonate it (RBAC: impersonate on serviceaccounts)", kind, account.Namespace, account.Name)
 }
 
 // Register serves the webhook at Path on srv, reviewing with c.

@@ -247,8 +247,12 @@ func userClient(t *testing.T, user string, groups ...string) client.Client {
 // config/policy does: the same cases, one object judged by each, with
 // real RBAC and impersonated users. Team "team" has the ServiceAccounts
 // fieldops-tenant and ops; writer may write fieldops objects and
-// impersonate no account; tenant-user may impersonate fieldops-tenant, and
-// ops-user (and the group ops-team) ops. Each case is admitted, or refused
+// impersonate no account; tenant-user may impersonate fieldops-tenant,
+// ops-user (and the group ops-team) ops, and any-user every account of
+// team. An object naming no account needs every account of its
+// namespace: neither the policy nor the webhook judges it by the default
+// account's name (the policy does not know --default-service-account),
+// so tenant-user names fieldops-tenant. Each case is admitted, or refused
 // with the policy's message naming the account and the missing right.
 func TestWebhookDecidesAsThePolicy(t *testing.T) {
 	ctx := context.Background()
@@ -262,7 +266,8 @@ func TestWebhookDecidesAsThePolicy(t *testing.T) {
 		`{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: fieldops-writer},
 		  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: fieldops-writer},
 		  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: writer}, {apiGroup: rbac.authorization.k8s.io, kind: User, name: tenant-user},
-		    {apiGroup: rbac.authorization.k8s.io, kind: User, name: ops-user}, {apiGroup: rbac.authorization.k8s.io, kind: Group, name: ops-team}]}`,
+		    {apiGroup: rbac.authorization.k8s.io, kind: User, name: ops-user}, {apiGroup: rbac.authorization.k8s.io, kind: Group, name: ops-team},
+		    {apiGroup: rbac.authorization.k8s.io, kind: User, name: any-user}]}`,
 		`{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: impersonate-ops, namespace: team},
 		  rules: [{apiGroups: [""], resources: [serviceaccounts], resourceNames: [ops], verbs: [impersonate]}]}`,
 		`{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: impersonate-ops, namespace: team},
@@ -273,13 +278,18 @@ func TestWebhookDecidesAsThePolicy(t *testing.T) {
 		`{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: impersonate-tenant, namespace: team},
 		  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: impersonate-tenant},
 		  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: tenant-user}]}`,
+		`{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: impersonate-any, namespace: team},
+		  rules: [{apiGroups: [""], resources: [serviceaccounts], verbs: [impersonate]}]}`,
+		`{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: impersonate-any, namespace: team},
+		  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: impersonate-any},
+		  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: any-user}]}`,
 	}
 	for _, y := range rbac {
 		testkit.Kit{Client: admin}.ApplyAs(t, "fieldops-test", y)
 	}
 	users := map[string]client.Client{
 		"writer": userClient(t, "writer"), "tenant-user": userClient(t, "tenant-user"),
-		"ops-user": userClient(t, "ops-user"), "member": userClient(t, "member", "ops-team"),
+		"ops-user": userClient(t, "ops-user"), "member": userClient(t, "member", "ops-team"), "any-user": userClient(t, "any-user"),
 	}
 
 	// Objects by kind and account ("" names none); spec holds extra
@@ -306,6 +316,7 @@ func TestWebhookDecidesAsThePolicy(t *testing.T) {
 	const (
 		tenantAcct = ns + "/fieldops-tenant"
 		opsAcct    = ns + "/ops"
+		everyAcct  = ns + "/" // naming none: every account of ns
 	)
 	cases := []struct {
 		name string
@@ -315,8 +326,10 @@ func TestWebhookDecidesAsThePolicy(t *testing.T) {
 		// refused names the account of the refusal; "" is admitted.
 		refused string
 	}{
-		{name: "naming none, may not impersonate fieldops-tenant", obj: obj("FieldPatch", "", ""), user: "writer", refused: tenantAcct},
-		{name: "naming none, may impersonate fieldops-tenant", obj: obj("FieldPatch", "", ""), user: "tenant-user"},
+		{name: "naming none, may impersonate no account", obj: obj("FieldPatch", "", ""), user: "writer", refused: everyAcct},
+		{name: "naming none, may impersonate fieldops-tenant alone", obj: obj("FieldPatch", "", ""), user: "tenant-user", refused: everyAcct},
+		{name: "naming none, may impersonate every account", obj: obj("FieldPatch", "", ""), user: "any-user"},
+		{name: "naming fieldops-tenant, may impersonate it", obj: obj("FieldPatch", "fieldops-tenant", ""), user: "tenant-user"},
 		{name: "naming ops, may not impersonate it", obj: obj("FieldPatch", "ops", ""), user: "writer", refused: opsAcct},
 		{name: "naming ops, may impersonate it", obj: obj("FieldPatch", "ops", ""), user: "ops-user"},
 		{name: "naming ops, may impersonate it through a group", obj: obj("FieldPatch", "ops", ""), user: "member"},
@@ -325,7 +338,8 @@ func TestWebhookDecidesAsThePolicy(t *testing.T) {
 		{name: "update to ops, may impersonate it", before: obj("FieldPatch", "fieldops-tenant", ""), obj: obj("FieldPatch", "ops", ""), user: "ops-user"},
 		{name: "update of spec keeping the account", before: obj("FieldPatch", "ops", ""), obj: obj("FieldPatch", "ops", "suspend: true, "), user: "writer", refused: opsAcct},
 		{name: "update of labels only", before: obj("FieldPatch", "ops", ""), obj: obj("FieldPatch", "ops", ""), user: "writer"},
-		{name: "ManagedWorkload naming none", obj: obj("ManagedWorkload", "", ""), user: "writer", refused: tenantAcct},
+		{name: "ManagedWorkload naming none", obj: obj("ManagedWorkload", "", ""), user: "writer", refused: everyAcct},
+		{name: "ManagedWorkload naming none, may impersonate every account", obj: obj("ManagedWorkload", "", ""), user: "any-user"},
 		{name: "ManagedWorkload naming ops, may not impersonate it", obj: obj("ManagedWorkload", "ops", ""), user: "writer", refused: opsAcct},
 		{name: "ManagedWorkload naming ops, may impersonate it", obj: obj("ManagedWorkload", "ops", ""), user: "ops-user"},
 		{name: "ManagedWorkload update to ops, may not impersonate it", before: obj("ManagedWorkload", "", ""), obj: obj("ManagedWorkload", "ops", ""), user: "tenant-user", refused: opsAcct},
