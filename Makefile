@@ -345,9 +345,10 @@ demo: control-plane ## The main job: patch the real aws-node DaemonSet on the lo
 ##@ Deployment
 
 KUBECTL ?= kubectl
-# Returns once every fieldops kind is served: its CRD Established and a
-# list of it answered (before that, a create fails with 503 for a second
-# or so after the CRDs are applied).
+# Returns once every fieldops kind is served: its CRD Established, listed
+# by discovery and a list of it answered (internal/served: Established
+# alone leaves discovery behind, and kubectl can answer "no matches for
+# kind").
 WAIT_SERVED = go run ./hack/wait-served --timeout=2m
 ignore-not-found ?= false
 
