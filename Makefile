@@ -345,9 +345,10 @@ demo: control-plane ## The main job: patch the real aws-node DaemonSet on the lo
 ##@ Deployment
 
 KUBECTL ?= kubectl
-# Returns once every fieldops kind is served: its CRD Established and a
-# list of it answered (before that, a create fails with 503 for a second
-# or so after the CRDs are applied).
+# Returns once every fieldops kind is served: its CRD Established, listed
+# by discovery and a list of it answered (internal/served: Established
+# alone leaves discovery behind, and kubectl can answer "no matches for
+# kind").
 WAIT_SERVED = go run ./hack/wait-served --timeout=2m
 ignore-not-found ?= false
 
@@ -373,17 +374,9 @@ undeploy: $(KUSTOMIZE) ## Remove fieldops from the current cluster (delete Field
 bundle: manifests ## Regenerate bundle/ and bundle.Dockerfile from config/: make bundle VERSION=x.y.z [IMG=...].
 	go run ./hack/bundle --version $(VERSION) --image $(IMG)
 
-# operator-framework/api's validators, built from the pinned module of
-# test/tools/olmvalidate (a module of its own).
-OLM_API_VERSION := $(shell sed -n 's|^require github.com/operator-framework/api \(v[^ ]*\).*|\1|p' test/tools/olmvalidate/go.mod)
-OLMVALIDATE := $(LOCALBIN)/olmvalidate-$(OLM_API_VERSION)
-
-$(OLMVALIDATE):
-	mkdir -p $(@D) && cd test/tools/olmvalidate && CGO_ENABLED=0 go build -o $@ .
-
 .PHONY: bundle-validate
-bundle-validate: $(OLMVALIDATE) ## Check bundle/ with operator-framework/api's validators (default, good practices, OperatorHub, multiple architectures).
-	$(OLMVALIDATE) bundle
+bundle-validate: ## Check bundle/ with operator-framework/api's validators (default, good practices, OperatorHub, standard capabilities and categories) and internal/bundlecheck's rules.
+	go run ./hack/bundle --check
 
 .PHONY: bundle-build
 bundle-build: ## Build the OLM bundle image BUNDLE_IMG.

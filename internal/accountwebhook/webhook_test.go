@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"go.uber.org/zap/zapcore"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -36,6 +37,7 @@ import (
 	"github.com/fieldops/fieldops/controllers"
 	"github.com/fieldops/fieldops/internal/accountwebhook"
 	"github.com/fieldops/fieldops/internal/bundle"
+	"github.com/fieldops/fieldops/internal/bundlecheck"
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/test/testkit"
 )
@@ -68,7 +70,7 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
-	b, err := bundle.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
+	b, err := bundlecheck.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
 	if err != nil {
 		return fail(err)
 	}
@@ -124,9 +126,9 @@ type olmInstall struct {
 // side effects, review versions, a Service reference with the path), the
 // manager's flags parsed and checked by its own command line, and the
 // ServiceAccount's cluster permissions.
-func fromBundle(b *bundle.Bundle) (olmInstall, error) {
+func fromBundle(b *bundlecheck.Bundle) (olmInstall, error) {
 	var out olmInstall
-	var def *bundle.WebhookDescription
+	var def *v1alpha1.WebhookDescription
 	for i, w := range b.CSV.Spec.WebhookDefinitions {
 		if w.GenerateName == bundle.AccountWebhookName {
 			def = &b.CSV.Spec.WebhookDefinitions[i]
@@ -138,7 +140,8 @@ func fromBundle(b *bundle.Bundle) (olmInstall, error) {
 	if def.WebhookPath == nil || *def.WebhookPath != accountwebhook.Path {
 		return out, fmt.Errorf("webhook %s: path %v, the manager serves %s", def.GenerateName, def.WebhookPath, accountwebhook.Path)
 	}
-	for _, d := range b.CSV.Spec.Install.Spec.Deployments {
+	strategy := b.CSV.Spec.InstallStrategy.StrategySpec
+	for _, d := range strategy.DeploymentSpecs {
 		if d.Name != def.DeploymentName {
 			continue
 		}
@@ -157,23 +160,18 @@ func fromBundle(b *bundle.Bundle) (olmInstall, error) {
 	if !out.flags.AccountWebhook || def.TargetPort == nil || out.flags.WebhookPort != def.TargetPort.IntValue() {
 		return out, fmt.Errorf("the Deployment %s: --account-webhook %v on port %d, the webhook definition targets port %v", def.DeploymentName, out.flags.AccountWebhook, out.flags.WebhookPort, def.TargetPort)
 	}
-	for _, p := range b.CSV.Spec.Install.Spec.ClusterPermissions {
+	for _, p := range strategy.ClusterPermissions {
 		if p.ServiceAccountName == out.serviceAccount {
 			out.rules = append(out.rules, p.Rules...)
 		}
 	}
+	wh := def.GetValidatingWebhook("fieldops-system", nil, nil)
 	path := strings.TrimPrefix(*def.WebhookPath, "/") // envtest joins host and path with a slash
-	port := def.ContainerPort
+	wh.ClientConfig.Service.Path = &path
+	wh.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{deciderLabel: "webhook"}}
 	out.webhook = &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "fieldops-" + def.GenerateName},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: def.GenerateName, Rules: def.Rules, FailurePolicy: def.FailurePolicy, SideEffects: def.SideEffects,
-			TimeoutSeconds: def.TimeoutSeconds, AdmissionReviewVersions: def.AdmissionReviewVersions,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-				Namespace: "fieldops-system", Name: def.DeploymentName + "-service", Path: &path, Port: &port,
-			}},
-			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{deciderLabel: "webhook"}},
-		}},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{wh},
 	}
 	return out, nil
 }

@@ -4,6 +4,15 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
+// Package bundle writes fieldops's OLM bundle (registry+v1) from config/:
+// Generate renders config/ with kustomize and fills the hand-written
+// base of the ClusterServiceVersion (operator-framework/api's type) with
+// what no library derives from it: the name, version and image, the
+// icon, alm-examples, the install strategy (the Deployment and the RBAC
+// bound to its ServiceAccount) and the account-impersonation webhook.
+// The bundle format:
+// https://olm.operatorframework.io/docs/tasks/creating-operator-bundle/.
+// Package bundlecheck checks what Generate writes.
 package bundle
 
 import (
@@ -15,6 +24,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/api/pkg/lib/version"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -109,7 +121,7 @@ func Generate(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	csv := &ClusterServiceVersion{}
+	csv := &v1alpha1.ClusterServiceVersion{}
 	if err := readYAML(filepath.Join(o.Root, csvBase), csv); err != nil {
 		return nil, err
 	}
@@ -129,22 +141,24 @@ func Generate(o Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	v, err := semver.Parse(o.Version)
+	if err != nil {
+		return nil, fmt.Errorf("version %q: %w", o.Version, err)
+	}
 	csv.Name = o.Package + ".v" + o.Version
 	csv.Namespace = ""
-	csv.Spec.Version = o.Version
+	csv.Spec.Version = version.OperatorVersion{Version: v}
 	if csv.Annotations == nil {
 		csv.Annotations = map[string]string{}
 	}
 	csv.Annotations["alm-examples"] = almExamples
 	csv.Annotations["containerImage"] = o.Image
-	csv.Spec.Icon = []Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
-	csv.Spec.Install = NamedInstallStrategy{Strategy: "deployment", Spec: strategy}
+	csv.Spec.Icon = []v1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
+	csv.Spec.InstallStrategy = v1alpha1.NamedInstallStrategy{StrategyName: v1alpha1.InstallStrategyNameDeployment, StrategySpec: strategy}
 	csv.Spec.WebhookDefinitions = webhooks
-	b, err := yaml.Marshal(csv)
-	if err != nil {
+	if files[filepath.Join(ManifestsDir, o.Package+".clusterserviceversion.yaml")], err = csvManifest(csv); err != nil {
 		return nil, err
 	}
-	files[filepath.Join(ManifestsDir, o.Package+".clusterserviceversion.yaml")] = b
 
 	ann := Annotations(o.Package, o.Channels)
 	if files[AnnotationsFile], err = yaml.Marshal(map[string]interface{}{"annotations": ann}); err != nil {
@@ -155,6 +169,17 @@ func Generate(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// csvManifest is the CSV as a manifest: without the status, which is
+// OLM's to write (the type has no omitempty on it).
+func csvManifest(csv *v1alpha1.ClusterServiceVersion) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(csv)
+	if err != nil {
+		return nil, err
+	}
+	delete(u, "status")
+	return yaml.Marshal(u)
 }
 
 // addManifests adds each object to files, in bundle/manifests.
@@ -185,7 +210,7 @@ func almExamples(samples []*unstructured.Unstructured) (string, error) {
 
 // install is installStrategy and the account webhook its Deployment
 // serves (accountWebhook).
-func install(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []WebhookDescription, []*unstructured.Unstructured, error) {
+func install(objs []*unstructured.Unstructured, image string) (v1alpha1.StrategyDetailsDeployment, []v1alpha1.WebhookDescription, []*unstructured.Unstructured, error) {
 	spec, rest, err := installStrategy(objs, image)
 	if err != nil {
 		return spec, nil, nil, err
@@ -198,7 +223,7 @@ func install(objs []*unstructured.Unstructured, image string) (InstallStrategySp
 // (with image), the rules bound to its ServiceAccount, and drops the
 // Namespace and ServiceAccount OLM creates. It returns the other objects,
 // which go to bundle/manifests.
-func installStrategy(objs []*unstructured.Unstructured, image string) (InstallStrategySpec, []*unstructured.Unstructured, error) {
+func installStrategy(objs []*unstructured.Unstructured, image string) (v1alpha1.StrategyDetailsDeployment, []*unstructured.Unstructured, error) {
 	m := &managerObjects{
 		image:          image,
 		roles:          map[string][]rbacv1.PolicyRule{},
@@ -238,7 +263,7 @@ func installStrategy(objs []*unstructured.Unstructured, image string) (InstallSt
 // its permissions, the manager's ServiceAccounts, and the rest.
 type managerObjects struct {
 	image          string
-	spec           InstallStrategySpec
+	spec           v1alpha1.StrategyDetailsDeployment
 	rest           []*unstructured.Unstructured
 	roles          map[string][]rbacv1.PolicyRule
 	clusterRoles   map[string]*unstructured.Unstructured
@@ -300,7 +325,7 @@ func (m *managerObjects) addDeployment(obj *unstructured.Unstructured) error {
 			d.Spec.Template.Spec.Containers[i].Image = m.image
 		}
 	}
-	m.spec.Deployments = append(m.spec.Deployments, DeploymentSpec{Name: d.Name, Label: d.Labels, Spec: d.Spec})
+	m.spec.DeploymentSpecs = append(m.spec.DeploymentSpecs, v1alpha1.StrategyDeploymentSpec{Name: d.Name, Label: d.Labels, Spec: d.Spec})
 	return nil
 }
 
@@ -389,10 +414,10 @@ func (m *managerObjects) clusterPermissions() (map[string][]rbacv1.PolicyRule, m
 	return clusterPerms, bound, nil
 }
 
-func sortedPermissions(m map[string][]rbacv1.PolicyRule) []Permissions {
-	var out []Permissions
+func sortedPermissions(m map[string][]rbacv1.PolicyRule) []v1alpha1.StrategyDeploymentPermissions {
+	var out []v1alpha1.StrategyDeploymentPermissions
 	for sa, rules := range m {
-		out = append(out, Permissions{ServiceAccountName: sa, Rules: rules})
+		out = append(out, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: rules})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ServiceAccountName < out[j].ServiceAccountName })
 	return out

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +49,7 @@ var AccountWebhookArgs = []string{"--account-webhook", "--webhook-port=" + strco
 // its failurePolicy; the policy's matchCondition (a create, or an update
 // changing spec) cannot be said in a webhook definition and is the
 // webhook's own first test. Without the policy, there is no webhook.
-func accountWebhook(objs []*unstructured.Unstructured, spec *InstallStrategySpec) ([]WebhookDescription, error) {
+func accountWebhook(objs []*unstructured.Unstructured, spec *v1alpha1.StrategyDetailsDeployment) ([]v1alpha1.WebhookDescription, error) {
 	var policy *admissionregistrationv1.ValidatingAdmissionPolicy
 	for _, obj := range objs {
 		if obj.GetKind() == "ValidatingAdmissionPolicy" && obj.GetName() == AccountPolicy {
@@ -61,10 +62,10 @@ func accountWebhook(objs []*unstructured.Unstructured, spec *InstallStrategySpec
 	if policy == nil {
 		return nil, nil
 	}
-	if len(spec.Deployments) != 1 {
-		return nil, fmt.Errorf("the webhook of %s needs one Deployment to serve it, config/default has %d", AccountPolicy, len(spec.Deployments))
+	if len(spec.DeploymentSpecs) != 1 {
+		return nil, fmt.Errorf("the webhook of %s needs one Deployment to serve it, config/default has %d", AccountPolicy, len(spec.DeploymentSpecs))
 	}
-	d := &spec.Deployments[0]
+	d := &spec.DeploymentSpecs[0]
 	served := false
 	for i := range d.Spec.Template.Spec.Containers {
 		c := &d.Spec.Template.Spec.Containers[i]
@@ -91,9 +92,9 @@ func accountWebhook(objs []*unstructured.Unstructured, spec *InstallStrategySpec
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 	targetPort := intstr.FromInt32(AccountWebhookPort)
 	path := accountwebhook.Path
-	return []WebhookDescription{{
+	return []v1alpha1.WebhookDescription{{
 		GenerateName:            AccountWebhookName,
-		Type:                    ValidatingAdmissionWebhook,
+		Type:                    v1alpha1.ValidatingAdmissionWebhook,
 		DeploymentName:          d.Name,
 		ContainerPort:           AccountWebhookServicePort,
 		TargetPort:              &targetPort,

@@ -4,11 +4,19 @@ Copyright 2026 The fieldops Authors.
 Licensed under the Apache License, Version 2.0.
 */
 
-// Package served waits until the apiserver serves custom resources: right
-// after a CustomResourceDefinition is created, a request for its kind is
-// answered 404 or 503 ("Resource kind ... not found") until the CRD is
-// Established and the apiserver's handler and discovery have caught up
+// Package served waits until the apiserver serves custom resources: each
+// CRD Established, its versions listed by discovery, and a LIST of it
+// answered. Established alone (kstatus's Current for a CRD, `kubectl wait
+// --for=condition=Established`) is not enough: the apiserver adds a new
+// group-version to discovery asynchronously, and right after Established
+// a client that maps kinds through discovery (kubectl, controller-runtime's
+// client) can get "no matches for kind" (6 of 40 new CRDs on the local
+// control plane; the LIST was answered for all of them)
 // (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#create-a-customresourcedefinition).
+// Not waited for: a MutatingAdmissionPolicy with failurePolicy Fail that
+// matches a new kind refuses its creates with 503 "Resource kind ... not
+// found" until it next reads the schemas of /openapi/v3 (every 5 s); a
+// LIST does not pass admission.
 package served
 
 import (

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fieldops/fieldops/internal/bundle"
+	"github.com/fieldops/fieldops/internal/bundlecheck"
 	"github.com/fieldops/fieldops/internal/chartgen"
 )
 
@@ -56,11 +57,11 @@ func TestChartLint(t *testing.T) {
 // and the committed version (the bundle's, as the Makefile's VERSION).
 func TestChartUpToDate(t *testing.T) {
 	root := moduleRoot(t)
-	b, err := bundle.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
+	b, err := bundlecheck.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := chartgen.Generate(chartgen.Options{Root: root, Version: b.CSV.Spec.Version})
+	files, err := chartgen.Generate(chartgen.Options{Root: root, Version: b.CSV.Spec.Version.String()})
 	if err != nil {
 		t.Fatal(err)
 	}

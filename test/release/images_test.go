@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fieldops/fieldops/internal/bundle"
+	"github.com/fieldops/fieldops/internal/bundlecheck"
 )
 
 // The images a release builds (make release: IMAGE_REPO/manager and
@@ -22,11 +23,11 @@ import (
 // the bundle and the docs name; no placeholder image is left.
 func TestImagesAgree(t *testing.T) {
 	root := moduleRoot(t)
-	b, err := bundle.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
+	b, err := bundlecheck.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := "v" + b.CSV.Spec.Version
+	v := "v" + b.CSV.Spec.Version.String()
 	manager := "ghcr.io/fieldops/manager:" + v
 	plugins := "ghcr.io/fieldops/example-plugins:" + v
 	if img := b.CSV.Annotations["containerImage"]; img != manager {

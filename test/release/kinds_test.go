@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fieldops/fieldops/internal/bundle"
+	"github.com/fieldops/fieldops/internal/bundlecheck"
 )
 
 // served130 reads test/testdata/kubernetes-1.30-served-kinds.txt: the
@@ -109,7 +111,7 @@ func TestInstallPathsServedByKubernetes130(t *testing.T) {
 			"monitoring.coreos.com/v1 PrometheusRule":                        true,
 		}},
 		{"OLM bundle", func(t *testing.T) []*unstructured.Unstructured {
-			b, err := bundle.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
+			b, err := bundlecheck.Load(filepath.Join(root, bundle.BundleDir), filepath.Join(root, bundle.Dockerfile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,27 +162,9 @@ func TestInstallPathsServedByKubernetes130(t *testing.T) {
 
 // bundleObjects are the bundle's manifests and the objects OLM makes of
 // its ClusterServiceVersion's install strategy.
-func bundleObjects(t *testing.T, b *bundle.Bundle) []*unstructured.Unstructured {
+func bundleObjects(t *testing.T, b *bundlecheck.Bundle) []*unstructured.Unstructured {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(moduleRoot(t), bundle.BundleDir, "manifests", "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := bundle.DecodeObjects(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, o...)
-	}
-	if b.CSV == nil {
-		t.Fatal("the bundle has no ClusterServiceVersion")
-	}
+	objs := slices.Clone(b.Objects)
 	mk := func(apiVersion, kind, name string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(apiVersion)
@@ -188,8 +172,8 @@ func bundleObjects(t *testing.T, b *bundle.Bundle) []*unstructured.Unstructured 
 		u.SetName(name)
 		return u
 	}
-	spec := b.CSV.Spec.Install.Spec
-	for _, d := range spec.Deployments {
+	spec := b.CSV.Spec.InstallStrategy.StrategySpec
+	for _, d := range spec.DeploymentSpecs {
 		objs = append(objs, mk("apps/v1", "Deployment", d.Name))
 	}
 	for _, p := range spec.Permissions {
