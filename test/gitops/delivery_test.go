@@ -33,6 +33,7 @@ func delivery(t *testing.T, test string) (target *unstructured.Unstructured, obj
 	ns := kit.Namespace(t, nsName(test))
 	base := app(t, "", ns)
 	target = pick(t, base, "Deployment")
+	cleanup(t, target)
 	for _, o := range recipe(t, test, ns) {
 		if o.GetKind() != "Kustomization" && o.GetKind() != "Application" {
 			objs = append(objs, o)

@@ -332,7 +332,23 @@ func testApp(t *testing.T, test string) (deploy, patch *unstructured.Unstructure
 	t.Helper()
 	ns := kit.Namespace(t, nsName(t.Name()))
 	objs = app(t, test, ns)
-	return pick(t, objs, "Deployment"), pick(t, objs, "FieldPatch"), objs
+	deploy, patch = pick(t, objs, "Deployment"), pick(t, objs, "FieldPatch")
+	cleanup(t, patch, deploy)
+	return deploy, patch, objs
+}
+
+// cleanup deletes objs, in order, at the end of the test and waits until
+// each is gone (a FieldPatch's finalizer hands its fields back first), so
+// that the test can run again (-count).
+func cleanup(t *testing.T, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, o := range objs {
+			if kit.Exists(t, o) {
+				kit.DeleteAndWait(t, o.DeepCopy())
+			}
+		}
+	})
 }
 
 // yielded checks that the patch (yieldTo the tool) left replicas, which
