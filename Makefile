@@ -142,10 +142,15 @@ test: control-plane $(PROMTOOL) ## Run every test (unit and against the local co
 	GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) $(MODEL_PKG)
 	PROMTOOL=$(PROMTOOL) GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/ownershipcore/modelfuzz$$')
 	$(MAKE) test-helm
+	$(MAKE) test-gitops
 
 .PHONY: test-helm
 test-helm: control-plane ## Run helm upgrades with the post-renderer plugin under the pinned Helm 4 CLI (test/helm, its own module).
 	cd test/helm && GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test -count=1 -trimpath ./...
+
+.PHONY: test-gitops
+test-gitops: control-plane ## Run the Flux and Argo CD recipes of docs/gitops.md (test/gitops, its own module: fluxcd/pkg/ssa, kubectl's apply).
+	cd test/gitops && GOGC=$(TEST_GOGC) CGO_ENABLED=0 go test -count=1 -trimpath ./...
 
 .PHONY: test-alerts
 test-alerts: control-plane $(PROMTOOL) ## Run promtool's rule unit tests of the alerts (config/prometheus/alerts_test.yaml).

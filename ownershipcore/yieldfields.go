@@ -34,8 +34,10 @@ type Yielded struct {
 // owns it, and a field the applier co-owns with the live value is not
 // changed (https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts).
 // Leaving the field out relinquishes manager's share of it, if any; the
-// value stays, owned by the other manager. This is what Argo CD's
-// RespectIgnoreDifferences does for ignoreDifferences.managedFieldsManagers.
+// value stays, owned by the other manager. Argo CD's
+// RespectIgnoreDifferences reaches the same end for
+// ignoreDifferences.managedFieldsManagers by applying the live values
+// instead, which makes argocd-controller a co-owner (docs/gitops.md).
 //
 // Only leaves of desired's field set are left out, never a list item's
 // key field: a map or a list item that desired sets keeps the fields

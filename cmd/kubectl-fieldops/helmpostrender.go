@@ -49,8 +49,9 @@ standard output, leaving out of each object every field that, on the live
 object, a FieldPatch or ClusterFieldPatch (or a field manager named with
 --yield-to) owns and the release's field manager (--field-manager) does
 not own with the value the manifest gives it. Helm then applies without
-conflicting with those managers and without writing their fields, as
-Argo CD's RespectIgnoreDifferences does for managedFieldsManagers.
+conflicting with those managers and without writing their fields (Argo
+CD's RespectIgnoreDifferences avoids the conflict for managedFieldsManagers
+by applying the live values instead).
 
 Objects not on the cluster, and objects of which nothing is left out,
 are written byte for byte as read. Each object is read with one GET;
