@@ -23,6 +23,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -70,16 +71,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 		return r.deleteFailed(obj, err)
 	}
 	r.contests.Forget(contestKey(obj, obj.PatchStatus().TargetUID))
-	before := obj.DeepCopyObject().(client.Object)
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+	beforeRV := obj.GetResourceVersion()
+	if err := skeleton.RemoveFinalizer(ctx, r.Client, r.records.reader(), obj, Finalizer); err != nil {
 		r.writes().Unsure(obj, err)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	// A copy still holding the finalizer is older than this write: a
 	// reconcile of it (our hand-back's echo on the target) waits for the
 	// cache instead of giving back and removing the finalizer again.
-	r.writes().WrittenAt(obj, before.GetResourceVersion(), obj.GetResourceVersion())
+	r.writes().WrittenAt(obj, beforeRV, obj.GetResourceVersion())
 	return ctrl.Result{}, nil
 }
 

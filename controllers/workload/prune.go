@@ -26,6 +26,7 @@ import (
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/internal/conditions"
+	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -216,14 +217,17 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 		// deletion is: from milliseconds, not a fixed 10 s.
 		return ctrl.Result{}, err
 	}
-	before := mw.DeepCopy()
-	controllerutil.RemoveFinalizer(mw, Finalizer)
-	if err := r.Client.Patch(ctx, mw, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+	beforeRV := mw.ResourceVersion
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := skeleton.RemoveFinalizer(ctx, r.Client, reader, mw, Finalizer); err != nil {
 		r.skeleton().Writes.Unsure(mw, err)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	// A copy still holding the finalizer is older than this write.
-	r.skeleton().Writes.WrittenAt(mw, before.ResourceVersion, mw.ResourceVersion)
+	r.skeleton().Writes.WrittenAt(mw, beforeRV, mw.ResourceVersion)
 	r.contests.ForgetPrefix(string(mw.UID) + "/") // its contests end with it
 	return ctrl.Result{}, nil
 }

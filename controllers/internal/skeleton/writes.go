@@ -7,12 +7,15 @@ Licensed under the Apache License, Version 2.0.
 package skeleton
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // Writes are the resourceVersions of objects this process has written
@@ -141,4 +144,33 @@ func (w *Writes) takeUnsure(key client.ObjectKey) bool {
 func (w *Writes) Forget(key client.ObjectKey) {
 	w.m.Delete(key)
 	w.unsure.Delete(key)
+}
+
+// RemoveFinalizer removes finalizer, and only it, from obj on the
+// apiserver: a merge patch locked on obj's resourceVersion. A merge
+// patch replaces the whole list, so one made from a stale copy would put
+// back a finalizer the apiserver has removed since (the garbage
+// collector's foregroundDeletion, at the end of a foreground deletion),
+// which the apiserver refuses on an object being deleted; locked, such a
+// patch is a Conflict instead, and obj is read again from reader and the
+// removal sent once more from that copy. obj is left as the apiserver
+// answered. An object that is gone, or no longer holds finalizer, is no
+// error.
+func RemoveFinalizer(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, finalizer string) error {
+	for attempt := 0; ; attempt++ {
+		before, ok := obj.DeepCopyObject().(client.Object)
+		if !ok {
+			return fmt.Errorf("copy %T", obj)
+		}
+		if !controllerutil.RemoveFinalizer(obj, finalizer) {
+			return nil
+		}
+		err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) || attempt == 1 {
+			return client.IgnoreNotFound(err)
+		}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
 }
