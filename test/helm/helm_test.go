@@ -144,7 +144,7 @@ func startManager(cfg *rest.Config) (func(), error) {
 	cfg = rest.CopyConfig(cfg)
 	writes.Wrap(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}}}})
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}, nsForce: {}}}})
 	if err != nil {
 		return nil, err
 	}
