@@ -26,9 +26,9 @@ type ApplyPlan struct {
 	dropped  bool
 	resolved bool
 	// droppedBefore: dropFirst wrote before a decision that the
-	// apiserver's conflicts then sent to a second round, whose Object is
-	// a fresh read (not that write's answer): the apply, once sent, has
-	// written whatever it answers.
+	// apiserver's conflicts then sent to a second round (Object is still
+	// that write's answer): the apply, once sent, has written whatever it
+	// answers.
 	droppedBefore bool
 }
 
@@ -42,7 +42,7 @@ func (p *ApplyPlan) Forced() []Conflict { return p.res.Forced }
 // (Apply's first step, which releases list items and maps the intent
 // drops that hold another manager's fields): Object is that write's
 // answer.
-func (p *ApplyPlan) Wrote() bool { return p.dropped }
+func (p *ApplyPlan) Wrote() bool { return p.dropped || p.droppedBefore }
 
 // RecordFirstError is Apply's answer when the apply would force fields
 // outside ApplyOptions.Recorded: nothing was sent. Object is the object

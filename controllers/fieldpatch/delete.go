@@ -71,15 +71,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj v1alpha1.Patcher) 
 		return r.deleteFailed(obj, err)
 	}
 	r.contests.Forget(contestKey(obj, obj.PatchStatus().TargetUID))
-	beforeRV := obj.GetResourceVersion()
-	if err := skeleton.RemoveFinalizer(ctx, r.Client, r.records.reader(), obj, Finalizer); err != nil {
+	from, err := skeleton.RemoveFinalizer(ctx, r.Client, r.records.reader(), obj, Finalizer)
+	if err != nil {
 		r.writes().Unsure(obj, err)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	// A copy still holding the finalizer is older than this write: a
 	// reconcile of it (our hand-back's echo on the target) waits for the
 	// cache instead of giving back and removing the finalizer again.
-	r.writes().WrittenAt(obj, beforeRV, obj.GetResourceVersion())
+	r.writes().WrittenAt(obj, from, obj.GetResourceVersion())
 	return ctrl.Result{}, nil
 }
 

@@ -25,7 +25,7 @@ import (
 // finalizer; a copy read before that still holds it. Our finalizer is
 // removed from such a copy without putting foregroundDeletion back,
 // which the apiserver refuses on an object being deleted (found by
-// test/gitops TestArgoDelivery, 4 of 4 runs).
+// test/gitops TestArgoDelivery).
 func TestRemoveFinalizerFromStaleCopy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -53,7 +53,7 @@ func TestRemoveFinalizerFromStaleCopy(t *testing.T) {
 	if err := k8s.Patch(ctx, plain, client.MergeFrom(stale)); err == nil {
 		t.Fatal("a merge patch from the stale copy was accepted; the case this test is about no longer arises")
 	}
-	if err := skeleton.RemoveFinalizer(ctx, k8s, k8s, stale, fieldpatch.Finalizer); err != nil {
+	if _, err := skeleton.RemoveFinalizer(ctx, k8s, k8s, stale, fieldpatch.Finalizer); err != nil {
 		t.Fatalf("RemoveFinalizer from the stale copy: %v", err)
 	}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {

@@ -312,5 +312,3 @@ func (sr *selectorReconciler) leaveUnmatched(ctx context.Context, sp *selectorPa
 	}
 	return errs
 }
-
-// selector watch bookkeeping.

@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -217,4 +218,59 @@ spec:
 		mine := strings.Contains(fmt.Sprint(u.GetManagedFields()), "fieldops-fieldpatch/"+ns+"/p")
 		return !mine && records == 0 && u.GetLabels()["proxy"] == "no", fmt.Sprintf("entry of the patch: %v, records %d, labels %v", mine, records, u.GetLabels())
 	})
+}
+
+// A selector patch that sets a label its selector excludes takes its
+// target out with its own write, and the give-back (HandBack removes the
+// label it added) puts the target in again: the target is reported
+// InvalidPatch and not patched again until the patch changes, instead of
+// an apply and a give-back in a loop. A new generation tries once more,
+// at two writes of the target.
+func TestSelectorPatchThatExcludesItsTarget(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "sel-self-loop")
+	helmConfigMaps(t, ns, "yes", "cm")
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  targetSelector:
+    apiVersion: v1
+    kind: ConfigMap
+    labelSelector:
+      matchLabels: {proxy: "yes"}
+      matchExpressions: [{key: done, operator: DoesNotExist}]
+  patch: {metadata: {labels: {done: "true"}}, data: {added: "1"}}
+`)
+	excluded := func(gen int64) func() (bool, string) {
+		return func() (bool, string) {
+			u := live(t, configMap(t, ns, "cm"))
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(fp), fp); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(fp.Status.Conditions, "Ready")
+			ts := fp.Status.Targets
+			if c == nil || ts == nil || c.ObservedGeneration != gen {
+				return false, fmt.Sprintf("conditions %v, targets %v", fp.Status.Conditions, ts)
+			}
+			mine := strings.Contains(fmt.Sprint(u.GetManagedFields()), "fieldops-fieldpatch/"+ns+"/p")
+			reason := ""
+			if len(ts.NotApplied) == 1 {
+				reason = ts.NotApplied[0].Reason
+			}
+			return !mine && reason == "InvalidPatch" && u.GetLabels()["done"] == "", fmt.Sprintf("entry of the patch: %v, not applied %+v, labels %v", mine, ts.NotApplied, u.GetLabels())
+		}
+	}
+	eventually(t, "the target reported InvalidPatch, its fields given back", excluded(fp.Generation))
+
+	target := "/namespaces/" + ns + "/configmaps/cm"
+	before := requests.Writes(target)
+	if err := k8s.Patch(context.Background(), fp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"contestTimeout":"6m"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new generation judged the same", excluded(fp.Generation))
+	if n := requests.Writes(target) - before; n > 3 {
+		t.Errorf("%d writes of the target for one generation, want an apply and a give-back (at most one retried)", n)
+	}
 }

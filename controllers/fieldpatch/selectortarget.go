@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -40,6 +41,13 @@ func (sr *selectorReconciler) targetPass(ctx context.Context, sp *selectorPass, 
 	// of a write whose result was not saved).
 	if stored != nil && stored.rec.Fields > 0 && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", h.ResourceVersion, obj.GetGeneration())) {
 		return targetResult{entry: stored, class: classApplied}
+	}
+	if sp.w.leftOwn(uid, obj.GetGeneration()) {
+		// The patch's own write took the target out of the selector, and
+		// giving its fields back put it in again: applying again would
+		// loop, until the patch changes.
+		return targetResult{entry: sr.keptRecord(sp, h, stored), class: classFailed, terminal: true, reason: ReasonInvalidPatch,
+			message: "the patch's own write takes this object out of spec.targetSelector (spec.patch sets a label the selector matches), and giving its fields back puts it in again; not patched again until the patch changes"}
 	}
 	live, err := h.Object()
 	if err != nil {
@@ -74,6 +82,9 @@ func (sr *selectorReconciler) targetPass(ctx context.Context, sp *selectorPass, 
 	}
 	if p.res.Wrote() && p.res.Object != nil {
 		sp.w.setWrote(uid, p.res.Object.GetResourceVersion())
+		if !sp.sel.labels.Matches(labels.Set(p.res.Object.GetLabels())) {
+			sp.w.setLeftOwn(uid, obj.GetGeneration())
+		}
 	}
 	classify(&out, sst, err)
 	// Every target a pass ran for keeps its record, fields or none: it

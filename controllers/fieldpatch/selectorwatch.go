@@ -38,7 +38,10 @@ import (
 // whose reconcile reads the object (one GET, through the account) and
 // gives its fields back. An event queues the patch when the object
 // matches (names, namespace labels) or has a record of the patch, except
-// the echo of the patch's own write (the resourceVersion its apply left).
+// the echo of the patch's own write (the resourceVersion its apply left),
+// unless that write took the object out of the selected set. The
+// reconcile remembers such a write (leftByOwnWrite), so that a give-back
+// that puts the object in again does not start the apply over.
 //
 // Namespaces are watched once, with the manager's rights, for the
 // namespaceSelector of ClusterFieldPatches: a change of a Namespace's
@@ -83,6 +86,9 @@ type selectorWatch struct {
 	reasons map[types.UID]string
 	// nsSelector is whether the patch selects namespaces by label.
 	nsSelector bool
+	// leftByOwnWrite are the targets the patch's own write took out of
+	// the selected set, with the patch's generation then.
+	leftByOwnWrite map[types.UID]int64
 }
 
 var _ targetcache.SelectorSink = &selectorWatch{}
@@ -337,6 +343,28 @@ func (w *selectorWatch) setReason(uid types.UID, reason string) {
 }
 
 // forget drops what the watch remembers of a target.
+// setLeftOwn notes that the patch's own write at generation gen took the
+// target uid out of the selected set.
+func (w *selectorWatch) setLeftOwn(uid types.UID, gen int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.leftByOwnWrite == nil {
+		w.leftByOwnWrite = map[types.UID]int64{}
+	}
+	w.leftByOwnWrite[uid] = gen
+}
+
+// leftOwn reports whether the patch's own write at generation gen took
+// the target uid out of the selected set.
+func (w *selectorWatch) leftOwn(uid types.UID, gen int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.leftByOwnWrite[uid]
+	return ok && at == gen
+}
+
+// forget forgets what the reconciles remembered of the target uid, but
+// that the patch's own write took it out of the selected set.
 func (w *selectorWatch) forget(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

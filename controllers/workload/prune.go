@@ -217,17 +217,17 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, mw *v1alpha1.ManagedWo
 		// deletion is: from milliseconds, not a fixed 10 s.
 		return ctrl.Result{}, err
 	}
-	beforeRV := mw.ResourceVersion
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
 	}
-	if err := skeleton.RemoveFinalizer(ctx, r.Client, reader, mw, Finalizer); err != nil {
+	from, err := skeleton.RemoveFinalizer(ctx, r.Client, reader, mw, Finalizer)
+	if err != nil {
 		r.skeleton().Writes.Unsure(mw, err)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	// A copy still holding the finalizer is older than this write.
-	r.skeleton().Writes.WrittenAt(mw, beforeRV, mw.ResourceVersion)
+	r.skeleton().Writes.WrittenAt(mw, from, mw.ResourceVersion)
 	r.contests.ForgetPrefix(string(mw.UID) + "/") // its contests end with it
 	return ctrl.Result{}, nil
 }

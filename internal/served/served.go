@@ -10,13 +10,12 @@ Licensed under the Apache License, Version 2.0.
 // --for=condition=Established`) is not enough: the apiserver adds a new
 // group-version to discovery asynchronously, and right after Established
 // a client that maps kinds through discovery (kubectl, controller-runtime's
-// client) can get "no matches for kind" (6 of 40 new CRDs on the local
-// control plane; the LIST was answered for all of them)
+// client) can get "no matches for kind"
 // (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#create-a-customresourcedefinition).
 // Not waited for: a MutatingAdmissionPolicy with failurePolicy Fail that
 // matches a new kind refuses its creates with 503 "Resource kind ... not
-// found" until it next reads the schemas of /openapi/v3 (every 5 s); a
-// LIST does not pass admission.
+// found" until it next reads the schemas of /openapi/v3; a LIST does not
+// pass admission.
 package served
 
 import (

@@ -41,6 +41,7 @@ var targetWriteExceptions = map[string]string{
 	"cmd/fieldops-local/install.go":             "fieldops-local installs the admission and RBAC objects of config/default (rendered by kustomize, so unstructured) and onboards the default namespace as the guide does: objects of fieldops's own installation, not targets",
 	"internal/fieldplan/plan.go":                "the plan (kubectl fieldops plan) dry-runs the creation of the FieldPatch or ManagedWorkload it plans (client.Object): fieldops's own resource, never stored",
 	"controllers/internal/skeleton/skeleton.go": "the reconcile skeleton patches the finalizer and the status of the reconciled object (a type parameter): fieldops's own resource",
+	"controllers/internal/skeleton/writes.go":   "RemoveFinalizer patches the finalizer of the reconciled object (a FieldPatch, a ManagedWorkload): fieldops's own resource",
 	"internal/localcp/policy.go":                "the local control plane (make run-local, tests) installs fieldops's own admission policies and dry-runs a probe FieldPatch: objects of fieldops's own installation, not targets",
 	"controllers/accountuse/accountuse.go":      "the in-use protection patches only the finalizers of the accounts fieldops objects act as (ServiceAccounts, RoleBindings, Roles; client.Object): never a target's content",
 	"internal/localcp/upstream.go":              "the local control plane applies the demo's upstream objects under the managers that own them in a real cluster (Helm, Flux): it plays those managers, as test/ does",

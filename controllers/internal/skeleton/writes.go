@@ -153,24 +153,33 @@ func (w *Writes) Forget(key client.ObjectKey) {
 // collector's foregroundDeletion, at the end of a foreground deletion),
 // which the apiserver refuses on an object being deleted; locked, such a
 // patch is a Conflict instead, and obj is read again from reader and the
-// removal sent once more from that copy. obj is left as the apiserver
-// answered. An object that is gone, or no longer holds finalizer, is no
-// error.
-func RemoveFinalizer(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, finalizer string) error {
+// removal sent once more from that copy, if it is the same object (UID)
+// and being deleted: a new object of the name keeps its finalizer until
+// its own deletion. obj is left as the apiserver answered (after a failed
+// second attempt, as read: the caller's changes to it are gone, which a
+// retried deletion makes again). It returns the resourceVersion the
+// removal was sent from. An object that is gone, replaced, or no longer
+// holds finalizer, is no error.
+func RemoveFinalizer(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, finalizer string) (from string, err error) {
+	uid := obj.GetUID()
 	for attempt := 0; ; attempt++ {
 		before, ok := obj.DeepCopyObject().(client.Object)
 		if !ok {
-			return fmt.Errorf("copy %T", obj)
+			return "", fmt.Errorf("copy %T", obj)
 		}
+		from = before.GetResourceVersion()
 		if !controllerutil.RemoveFinalizer(obj, finalizer) {
-			return nil
+			return from, nil
 		}
 		err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		if !apierrors.IsConflict(err) || attempt == 1 {
-			return client.IgnoreNotFound(err)
+			return from, client.IgnoreNotFound(err)
 		}
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return client.IgnoreNotFound(err)
+			return from, client.IgnoreNotFound(err)
+		}
+		if obj.GetUID() != uid || obj.GetDeletionTimestamp().IsZero() {
+			return from, nil
 		}
 	}
 }
