@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,7 @@ const (
 var (
 	k8s        client.WithWatch
 	writes     = &testkit.WriteCounter{}
+	kit        testkit.Kit
 	binDir     string
 	helmEnv    []string
 	root       string
@@ -138,19 +140,27 @@ func setup(cp *localcp.ControlPlane, dir string) error {
 }
 
 // startManager runs every fieldops controller, watching ns, its writes
-// counted.
+// and reconciles counted (kit). The manager logs nothing: its logger only
+// feeds testkit.Reconciles.
 func startManager(cfg *rest.Config) (func(), error) {
 	ctrl.SetLogger(logr.Discard())
 	cfg = rest.CopyConfig(cfg)
 	writes.Wrap(cfg)
+	reconciles := &testkit.Reconciles{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}}}})
+		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}}},
+		Logger: reconciles.Logger(funcr.New(func(string, string) {}, funcr.Options{})), NewCache: reconciles.NewCache})
 	if err != nil {
 		return nil, err
 	}
 	if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1, OwnNamespace: "fieldops-system"}); err != nil {
 		return nil, err
 	}
+	targets, err := controllers.TargetReader(mgr)
+	if err != nil {
+		return nil, err
+	}
+	kit = testkit.Kit{Client: k8s, Reconciles: reconciles, Targets: targets}
 	return testkit.Start(mgr), nil
 }
 
@@ -303,6 +313,21 @@ func waitReplicaSets(t *testing.T, ns string, n int) []string {
 	return memory
 }
 
+// reconciled waits until fieldops has answered the Deployment of fp's
+// namespace as it is now (after a helm upgrade): every write it decides
+// on is done, so a write count or state checked afterwards holds its
+// answer. Two signals, in order: the controllers' target cache holds the
+// Deployment at its current resourceVersion or a later one
+// (testkit.Kit.TargetSeen); then a reconcile of fp that started after
+// that has finished (testkit.Kit.Reconciled nudges fp and waits for the
+// end of a reconcile that read the nudge), so it read the Deployment with
+// the upgrade's change.
+func reconciled(t *testing.T, fp *v1alpha1.FieldPatch) {
+	t.Helper()
+	kit.TargetSeen(t, liveWeb(t, fp.Namespace))
+	kit.Reconciled(t, "fieldpatch", fp)
+}
+
 // watchReplicas records the lowest spec.replicas the Deployment has
 // from now until the returned function is called, which returns it.
 func watchReplicas(t *testing.T, ns string) func() int64 {
@@ -386,10 +411,9 @@ spec:
 	} {
 		before := writes.Writes("/deployments/web")
 		release(t, "upgrade", chartDir, step.values...)
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got := state(t, ns); got != step.want {
-				t.Fatalf("upgrade %d: %s, want %s", i, got, step.want)
-			}
+		reconciled(t, fp)
+		if got := state(t, ns); got != step.want {
+			t.Fatalf("upgrade %d: %s, want %s", i, got, step.want)
 		}
 		if n := writes.Writes("/deployments/web") - before; n != 0 {
 			t.Errorf("upgrade %d: fieldops wrote the Deployment %d times", i, n)
@@ -409,7 +433,7 @@ spec:
 		t.Errorf("helm get manifest: %v, want the last upgrade's manifest without replicas and limits\n%s", err, out)
 	}
 
-	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	kit.DeleteAndWait(t, fp)
 	release(t, "upgrade", chartDir, "tag=1.29", "note=v2", "extraEnv={B}")
 	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v2, 2 env"; got != want {
 		t.Errorf("after the hand-back and an upgrade: %s, want %s", got, want)
@@ -436,7 +460,7 @@ spec:
 	if got, want := state(t, ns), "replicas 5, image nginx:1.29, memory 256Mi, note v3, 2 env"; got != want {
 		t.Fatalf("upgrade beside a Restore patch: %s, want %s", got, want)
 	}
-	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	kit.DeleteAndWait(t, fp)
 	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v3, 2 env"; got != want {
 		t.Errorf("at the Restore patch's deletion: %s, want %s", got, want)
 	}
