@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -283,13 +282,31 @@ func state(t *testing.T, ns string) string {
 	return fmt.Sprintf("replicas %d, image %s, memory %s, note %s, %d env", replicas, c["image"], memory, note, len(env))
 }
 
-// waitReplicaSets waits until ns has n ReplicaSets, and a little longer
-// to see no more come, and returns their pod templates' memory limits,
-// oldest first.
+// waitReplicaSets waits until the Deployment of ns has finished rolling
+// out its spec and ns has n ReplicaSets, and returns their pod templates'
+// memory limits, oldest first.
+//
+// The count must not be taken while a ReplicaSet is still to come (a late
+// rollout). The Deployment controller creates the ReplicaSet of a new pod
+// template before it writes the status of that spec, and counts as
+// updated only the pods of the current template's ReplicaSet: once the
+// status has observed the Deployment's generation and every replica is
+// updated and available with no old one left (rolledOut), the current
+// template's ReplicaSet exists and no other comes unless the spec changes
+// again, which the callers rule out (fieldops wrote nothing, helm has
+// returned). The Deployment is read before the ReplicaSets, so the list
+// is at least as new as the status.
 func waitReplicaSets(t *testing.T, ns string, n int) []string {
 	t.Helper()
 	var memory []string
-	list := func() (bool, string) {
+	testkit.Eventually(t, fmt.Sprintf("the rollout of web and %d ReplicaSets", n), func() (bool, string) {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+			return false, err.Error()
+		}
+		if ok, msg := rolledOut(d); !ok {
+			return false, msg
+		}
 		rs := &appsv1.ReplicaSetList{}
 		if err := k8s.List(context.Background(), rs, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -304,13 +321,21 @@ func waitReplicaSets(t *testing.T, ns string, n int) []string {
 			memory = append(memory, r.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String())
 		}
 		return len(memory) == n, fmt.Sprintf("%d ReplicaSets %v, want %d", len(memory), memory, n)
-	}
-	testkit.Eventually(t, fmt.Sprintf("%d ReplicaSets", n), list)
-	time.Sleep(2 * time.Second)
-	if ok, msg := list(); !ok {
-		t.Fatal(msg)
-	}
+	})
 	return memory
+}
+
+// rolledOut reports whether the Deployment controller has finished the
+// rollout of d's spec (the checks of kubectl rollout status), and d's
+// rollout status.
+func rolledOut(d *appsv1.Deployment) (bool, string) {
+	s := d.Status
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	msg := fmt.Sprintf("generation %d observed %d, replicas %d: %d updated, %d in all, %d available", d.Generation, s.ObservedGeneration, want, s.UpdatedReplicas, s.Replicas, s.AvailableReplicas)
+	return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want, msg
 }
 
 // reconciled waits until fieldops has answered the Deployment of fp's
