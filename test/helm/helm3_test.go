@@ -10,7 +10,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -19,8 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-
-	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // helm3 is an action configuration of Helm 3's SDK on ns3, with Helm 3
@@ -86,10 +83,9 @@ spec:
 		if _, err := upgrade.Run("web", chrt, step.values); err != nil {
 			t.Fatalf("helm 3 upgrade %d: %v", i, err)
 		}
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got := state(t, ns3); got != step.want {
-				t.Fatalf("helm 3 upgrade %d: %s, want %s", i, got, step.want)
-			}
+		reconciled(t, fp)
+		if got := state(t, ns3); got != step.want {
+			t.Fatalf("helm 3 upgrade %d: %s, want %s", i, got, step.want)
 		}
 		if n := writes.Writes("/deployments/web") - before; n != 0 {
 			t.Errorf("helm 3 upgrade %d: fieldops wrote the Deployment %d times", i, n)
@@ -98,7 +94,7 @@ spec:
 	if l := lowest(); l != 5 {
 		t.Errorf("replicas went down to %d during the Helm 3 upgrades", l)
 	}
-	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	kit.DeleteAndWait(t, fp)
 	upgrade := action.NewUpgrade(helm3(t))
 	upgrade.Namespace, upgrade.PostRenderer = ns3, pr
 	if _, err := upgrade.Run("web", chrt, map[string]interface{}{"tag": "1.29", "note": "v2", "extraEnv": []interface{}{"B"}}); err != nil {

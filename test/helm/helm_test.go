@@ -18,9 +18,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +50,7 @@ const (
 var (
 	k8s        client.WithWatch
 	writes     = &testkit.WriteCounter{}
+	kit        testkit.Kit
 	binDir     string
 	helmEnv    []string
 	root       string
@@ -138,19 +139,27 @@ func setup(cp *localcp.ControlPlane, dir string) error {
 }
 
 // startManager runs every fieldops controller, watching ns, its writes
-// counted.
+// and reconciles counted (kit). The manager logs nothing: its logger only
+// feeds testkit.Reconciles.
 func startManager(cfg *rest.Config) (func(), error) {
 	ctrl.SetLogger(logr.Discard())
 	cfg = rest.CopyConfig(cfg)
 	writes.Wrap(cfg)
+	reconciles := &testkit.Reconciles{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: controllers.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}, nsForce: {}}}})
+		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}, ns3: {}, nsForce: {}}},
+		Logger: reconciles.Logger(funcr.New(func(string, string) {}, funcr.Options{})), NewCache: reconciles.NewCache})
 	if err != nil {
 		return nil, err
 	}
 	if err := controllers.SetupWith(mgr, controllers.Options{Concurrency: 1, OwnNamespace: "fieldops-system"}); err != nil {
 		return nil, err
 	}
+	targets, err := controllers.TargetReader(mgr)
+	if err != nil {
+		return nil, err
+	}
+	kit = testkit.Kit{Client: k8s, Reconciles: reconciles, Targets: targets}
 	return testkit.Start(mgr), nil
 }
 
@@ -273,13 +282,31 @@ func state(t *testing.T, ns string) string {
 	return fmt.Sprintf("replicas %d, image %s, memory %s, note %s, %d env", replicas, c["image"], memory, note, len(env))
 }
 
-// waitReplicaSets waits until ns has n ReplicaSets, and a little longer
-// to see no more come, and returns their pod templates' memory limits,
-// oldest first.
+// waitReplicaSets waits until the Deployment of ns has finished rolling
+// out its spec and ns has n ReplicaSets, and returns their pod templates'
+// memory limits, oldest first.
+//
+// The count must not be taken while a ReplicaSet is still to come (a late
+// rollout). The Deployment controller creates the ReplicaSet of a new pod
+// template before it writes the status of that spec, and counts as
+// updated only the pods of the current template's ReplicaSet: once the
+// status has observed the Deployment's generation and every replica is
+// updated and available with no old one left (rolledOut), the current
+// template's ReplicaSet exists and no other comes unless the spec changes
+// again, which the callers rule out (fieldops wrote nothing, helm has
+// returned). The Deployment is read before the ReplicaSets, so the list
+// is at least as new as the status.
 func waitReplicaSets(t *testing.T, ns string, n int) []string {
 	t.Helper()
 	var memory []string
-	list := func() (bool, string) {
+	testkit.Eventually(t, fmt.Sprintf("the rollout of web and %d ReplicaSets", n), func() (bool, string) {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+			return false, err.Error()
+		}
+		if ok, msg := rolledOut(d); !ok {
+			return false, msg
+		}
 		rs := &appsv1.ReplicaSetList{}
 		if err := k8s.List(context.Background(), rs, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -294,13 +321,36 @@ func waitReplicaSets(t *testing.T, ns string, n int) []string {
 			memory = append(memory, r.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String())
 		}
 		return len(memory) == n, fmt.Sprintf("%d ReplicaSets %v, want %d", len(memory), memory, n)
-	}
-	testkit.Eventually(t, fmt.Sprintf("%d ReplicaSets", n), list)
-	time.Sleep(2 * time.Second)
-	if ok, msg := list(); !ok {
-		t.Fatal(msg)
-	}
+	})
 	return memory
+}
+
+// rolledOut reports whether the Deployment controller has finished the
+// rollout of d's spec (the checks of kubectl rollout status), and d's
+// rollout status.
+func rolledOut(d *appsv1.Deployment) (bool, string) {
+	s := d.Status
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	msg := fmt.Sprintf("generation %d observed %d, replicas %d: %d updated, %d in all, %d available", d.Generation, s.ObservedGeneration, want, s.UpdatedReplicas, s.Replicas, s.AvailableReplicas)
+	return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want, msg
+}
+
+// reconciled waits until fieldops has answered the Deployment of fp's
+// namespace as it is now (after a helm upgrade): every write it decides
+// on is done, so a write count or state checked afterwards holds its
+// answer. Two signals, in order: the controllers' target cache holds the
+// Deployment at its current resourceVersion or a later one
+// (testkit.Kit.TargetSeen); then a reconcile of fp that started after
+// that has finished (testkit.Kit.Reconciled nudges fp and waits for the
+// end of a reconcile that read the nudge), so it read the Deployment with
+// the upgrade's change.
+func reconciled(t *testing.T, fp *v1alpha1.FieldPatch) {
+	t.Helper()
+	kit.TargetSeen(t, liveWeb(t, fp.Namespace))
+	kit.Reconciled(t, "fieldpatch", fp)
 }
 
 // watchReplicas records the lowest spec.replicas the Deployment has
@@ -386,10 +436,9 @@ spec:
 	} {
 		before := writes.Writes("/deployments/web")
 		release(t, "upgrade", chartDir, step.values...)
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got := state(t, ns); got != step.want {
-				t.Fatalf("upgrade %d: %s, want %s", i, got, step.want)
-			}
+		reconciled(t, fp)
+		if got := state(t, ns); got != step.want {
+			t.Fatalf("upgrade %d: %s, want %s", i, got, step.want)
 		}
 		if n := writes.Writes("/deployments/web") - before; n != 0 {
 			t.Errorf("upgrade %d: fieldops wrote the Deployment %d times", i, n)
@@ -409,7 +458,7 @@ spec:
 		t.Errorf("helm get manifest: %v, want the last upgrade's manifest without replicas and limits\n%s", err, out)
 	}
 
-	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	kit.DeleteAndWait(t, fp)
 	release(t, "upgrade", chartDir, "tag=1.29", "note=v2", "extraEnv={B}")
 	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v2, 2 env"; got != want {
 		t.Errorf("after the hand-back and an upgrade: %s, want %s", got, want)
@@ -436,7 +485,7 @@ spec:
 	if got, want := state(t, ns), "replicas 5, image nginx:1.29, memory 256Mi, note v3, 2 env"; got != want {
 		t.Fatalf("upgrade beside a Restore patch: %s, want %s", got, want)
 	}
-	testkit.Kit{Client: k8s}.DeleteAndWait(t, fp)
+	kit.DeleteAndWait(t, fp)
 	if got, want := state(t, ns), "replicas 1, image nginx:1.29, memory 128Mi, note v3, 2 env"; got != want {
 		t.Errorf("at the Restore patch's deletion: %s, want %s", got, want)
 	}

@@ -24,6 +24,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -114,21 +115,30 @@ type Kit struct {
 }
 
 // TargetSeen waits until the controllers' target cache (Targets) holds u
-// as the apiserver has it now: a reconcile that starts afterwards reads
-// every change made to u so far.
+// as the apiserver has it now, or a later version of it: a reconcile that
+// starts afterwards reads every change made to u so far. A later version
+// counts because u may change again meanwhile (a Deployment's status,
+// written by the Deployment controller): the cache then never holds the
+// version read here. Versions are ordered as KEP-5504 orders them
+// (resourceversion.CompareResourceVersion); two that cannot be ordered
+// must be equal.
 func (k Kit) TargetSeen(t testing.TB, u *unstructured.Unstructured) {
 	t.Helper()
 	if k.Targets == nil {
 		t.Fatal("testkit: TargetSeen needs the Kit of RunSuite")
 	}
 	rv := k.Live(t, u).GetResourceVersion()
-	Eventually(t, fmt.Sprintf("the target cache to hold %s %s at %s", u.GetKind(), u.GetName(), rv), func() (bool, string) {
+	Eventually(t, fmt.Sprintf("the target cache to hold %s %s at %s or later", u.GetKind(), u.GetName(), rv), func() (bool, string) {
 		seen := &unstructured.Unstructured{}
 		seen.SetGroupVersionKind(u.GroupVersionKind())
 		if err := k.Targets.Get(context.Background(), client.ObjectKeyFromObject(u), seen); err != nil {
 			return false, err.Error()
 		}
-		return seen.GetResourceVersion() == rv, "resourceVersion " + seen.GetResourceVersion()
+		got := seen.GetResourceVersion()
+		if c, err := resourceversion.CompareResourceVersion(got, rv); err == nil {
+			return c >= 0, "resourceVersion " + got
+		}
+		return got == rv, "resourceVersion " + got
 	})
 }
 
