@@ -158,10 +158,31 @@ func (r *Reconciler) inUse(ctx context.Context, ns string) (use, error) {
 	if err := r.Client.List(ctx, &cfps, client.UnsafeDisableDeepCopy); err != nil {
 		return u, err
 	}
+	terminating, err := r.terminating(ctx, ns)
+	if err != nil {
+		return u, err
+	}
 	for i := range cfps.Items {
-		add(&cfps.Items[i])
+		// A ClusterFieldPatch acts in every namespace, but needs nothing
+		// of one being deleted, but its own account: its targets there go
+		// with the namespace, and the namespace's deletion must not wait
+		// for the patch's.
+		if a, ok := r.account(&cfps.Items[i]); ok && (!terminating || a.Namespace == ns) {
+			add(&cfps.Items[i])
+		}
 	}
 	return u, nil
+}
+
+// terminating reports whether namespace ns is being deleted (read as
+// metadata from the cache).
+func (r *Reconciler) terminating(ctx context.Context, ns string) (bool, error) {
+	n := &metav1.PartialObjectMetadata{}
+	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return !n.GetDeletionTimestamp().IsZero(), nil
 }
 
 // syncNamespace sets Finalizer on the ServiceAccounts of ns in u.own, the

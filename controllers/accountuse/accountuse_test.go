@@ -295,3 +295,50 @@ func TestFinalizerFor(t *testing.T) {
 		t.Errorf("shard finalizers %q and %q: want two distinct fieldops.dev/in-use-<hash> names", a, b)
 	}
 }
+
+// A namespace being deleted does not wait for a ClusterFieldPatch that
+// acts in every namespace: its RoleBinding there naming the patch's
+// account is let go (the patch's targets there go with the namespace),
+// while the patch and its account stay.
+func TestClusterFieldPatchLetsANamespaceGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const accounts, targets, elsewhere = "inuse-cfpns-accounts", "inuse-cfpns-targets", "inuse-cfpns-elsewhere"
+	kit.Namespace(t, accounts)
+	kit.Namespace(t, targets)
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}); err != nil {
+		t.Fatal(err)
+	}
+	kit.ApplyAs(t, "helm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"`+targets+`"},"data":{"a":"helm"}}`)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: accounts}}
+	objs := []client.Object{sa}
+	var binding client.Object
+	for _, ns := range []string{targets, elsewhere} {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: ns},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}}}}
+		b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "robot"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
+		objs = append(objs, role, b)
+		binding = b
+	}
+	for _, o := range objs {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfp := &v1alpha1.ClusterFieldPatch{}
+	createReady(t, cfp, `{apiVersion: fieldops.dev/v1alpha1, kind: ClusterFieldPatch, metadata: {name: inuse-cfpns},
+  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c, namespace: `+targets+`},
+    serviceAccountName: robot, serviceAccountNamespace: `+accounts+`, patch: {data: {a: patched}}}}`)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cfp) })
+	protected(t, true, sa, binding)
+
+	del(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}})
+	testkit.Within(t, 2*time.Minute, "namespace "+elsewhere+" gone", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKey{Name: elsewhere}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	protected(t, true, sa)
+	kit.Get(t, cfp)
+}
