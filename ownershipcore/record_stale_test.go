@@ -90,7 +90,7 @@ func TestTakeDecidedOnStaleCopyRecordsOwnerFromAnswer(t *testing.T) {
 	if want := []string{manager + "/Apply", "helm/Apply"}; !reflect.DeepEqual(o, want) {
 		t.Fatalf("data.tier owned by %v after the first apply, want helm and the patch (shared)", o)
 	}
-	if got := status.PreviousOwners; len(got) != 1 || got[0].Manager != "helm" || !reflect.DeepEqual(got[0].Paths, []string{".data.tier"}) {
+	if got := status.PreviousOwners; len(got) != 1 || got[0].Manager != "helm" || !reflect.DeepEqual(append(got[0].Fields, got[0].Shared...), []string{".data.tier"}) {
 		t.Fatalf("previous owners %+v after the first apply, want helm's .data.tier", got)
 	}
 

@@ -65,10 +65,45 @@ func (ts *TargetsStatus) RecordStatus(uid string) FieldPatchStatus {
 		}
 		st.TargetUID = uid
 		if r.Ledger != nil && int(*r.Ledger) >= 0 && int(*r.Ledger) < len(ts.Ledgers) {
-			l := ts.Ledgers[*r.Ledger].DeepCopy()
-			st.RecordedFields, st.PreviousOwners = l.RecordedFields, l.PreviousOwners
+			st.SetRecord(ts.Ledgers[*r.Ledger])
 		}
 		break
 	}
 	return st
+}
+
+// Record is a copy of the record of previous owners st holds
+// (addedFields, previousOwners, and the deprecated recordedFields), as a
+// selector patch keeps it per target. It leaves out targetUID, which
+// says which target the record is of.
+func (st *FieldPatchStatus) Record() TargetLedger {
+	l := TargetLedger{AddedFields: st.AddedFields, RecordedFields: st.RecordedFields, PreviousOwners: st.PreviousOwners}
+	return *l.DeepCopy()
+}
+
+// SetRecord replaces the record of previous owners st holds with a copy
+// of l (Record's inverse); targetUID is left as it is.
+func (st *FieldPatchStatus) SetRecord(l TargetLedger) {
+	c := l.DeepCopy()
+	st.AddedFields, st.RecordedFields, st.PreviousOwners = c.AddedFields, c.RecordedFields, c.PreviousOwners
+}
+
+// Empty reports a record with no field: no added field, no previous
+// owner, and no deprecated recordedFields.
+func (l *TargetLedger) Empty() bool {
+	return len(l.AddedFields) == 0 && l.RecordedFields == nil && len(l.PreviousOwners) == 0
+}
+
+// Legacy reports a record in the form of an earlier release: it holds
+// recordedFields, or a previous owner with fieldsV1.
+func (l *TargetLedger) Legacy() bool {
+	if l.RecordedFields != nil {
+		return true
+	}
+	for _, o := range l.PreviousOwners {
+		if o.FieldsV1 != nil {
+			return true
+		}
+	}
+	return false
 }

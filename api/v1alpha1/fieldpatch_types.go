@@ -306,6 +306,17 @@ type FieldPatchSpec struct {
 
 // PreviousOwner is one managed fields entry of the target, as it stood just
 // before this patch first wrote to those fields, restricted to them.
+//
+// Its fields are Fields and Shared together, each listed once, in the
+// ownership core's path form. Each item is one member of the field set
+// (a list item owned as a whole, the "." of FieldsV1, is one too), e.g.
+// `.spec.replicas` or `.spec.template.spec.containers[name="app"].image`;
+// the rare member that form cannot name exactly (a list key whose name
+// starts with a digit or holds "=", a key value that is a map) is written
+// as the FieldsV1 object of that member alone, which starts with "{".
+// A record written before fieldsV1 was deprecated holds fieldsV1,
+// sharedFieldsV1 and paths instead; it is read as it was, and written in
+// the new form at the next change.
 type PreviousOwner struct {
 	// Manager is the field manager's name.
 	Manager string `json:"manager"`
@@ -325,21 +336,36 @@ type PreviousOwner struct {
 	// owner this patch took the fields from itself.
 	// +optional
 	Via string `json:"via,omitempty"`
-	// Fields the manager owned that this patch took, in the managed fields'
-	// FieldsV1 form.
+	// Fields the manager owned that this patch took and holds alone, in
+	// path form, sorted.
+	// +optional
+	// +listType=atomic
+	Fields []string `json:"fields,omitempty"`
+	// Shared are the fields the manager owned that it still co-owned with
+	// this patch when fieldops last looked (a field applied with the same
+	// value is shared, not taken), in path form, sorted; none of them is
+	// in Fields. A shared field the manager then lets go is forgotten:
+	// deletion removes it instead of handing it back.
+	// +optional
+	// +listType=atomic
+	Shared []string `json:"shared,omitempty"`
+	// FieldsV1 is deprecated: the form of a record written by an earlier
+	// release (every field of the owner, shared ones included, in the
+	// managed fields' FieldsV1 form). Read when present, instead of Fields
+	// and Shared; never written.
+	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
-	FieldsV1 *metav1.FieldsV1 `json:"fieldsV1"`
-	// SharedFieldsV1 are the Fields the manager still co-owned (a field
-	// applied with the same value is shared, not taken) when fieldops last
-	// looked, in FieldsV1 form. A shared field the manager then lets go
-	// is forgotten: deletion removes it instead of handing it back.
+	FieldsV1 *metav1.FieldsV1 `json:"fieldsV1,omitempty"`
+	// SharedFieldsV1 is deprecated: the shared fields of a record with
+	// FieldsV1, in FieldsV1 form. Read with FieldsV1; never written.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	SharedFieldsV1 *metav1.FieldsV1 `json:"sharedFieldsV1,omitempty"`
-	// Paths lists the same fields in the ownership core's path form, for
-	// people.
+	// Paths is deprecated: the leaf fields of a record with FieldsV1, in
+	// path form, for people. Never read (FieldsV1 holds them), never
+	// written.
 	// +optional
 	Paths []string `json:"paths,omitempty"`
 }
@@ -369,9 +395,18 @@ type FieldPatchStatus struct {
 	// +kubebuilder:default=0
 	// +optional
 	FieldCount int `json:"fieldCount,omitempty"`
-	// RecordedFields is the set of intent fields whose previous owners were
-	// recorded, in FieldsV1 form. It is atomic: the status's managed fields
-	// name it alone, not every field set entry in it again.
+	// AddedFields are the intent fields recorded with no previous owner,
+	// in path form (see PreviousOwner), sorted: the fields the patch added,
+	// or whose previous owner let them go since. Deletion removes them.
+	// With the fields of PreviousOwners they are the fields whose previous
+	// owners were recorded.
+	// +optional
+	// +listType=atomic
+	AddedFields []string `json:"addedFields,omitempty"`
+	// RecordedFields is deprecated: the form of a record written by an
+	// earlier release (every recorded field, the previous owners' ones
+	// included, in FieldsV1 form). Read when present, instead of
+	// AddedFields; never written.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -404,7 +439,7 @@ type FieldPatchStatus struct {
 	// Targets is the state of a patch with spec.targetSelector: counts,
 	// the targets not applied, and one record per target it wrote to.
 	// The single-target fields above (targetUID, managedFields,
-	// recordedFields, previousOwners, contestedBy) stay empty then;
+	// addedFields, previousOwners, contestedBy) stay empty then;
 	// fieldCount counts the fields owned on every target.
 	// +optional
 	Targets *TargetsStatus `json:"targets,omitempty"`
@@ -505,12 +540,17 @@ type TargetRecord struct {
 	ContestedSince *metav1.Time `json:"contestedSince,omitempty"`
 }
 
-// TargetLedger is one record of previous owners (status.recordedFields
-// and status.previousOwners of a single-target patch), shared by every
-// target of a selector patch whose record is the same.
+// TargetLedger is one record of previous owners (status.addedFields and
+// status.previousOwners of a single-target patch), shared by every target
+// of a selector patch whose record is the same.
 type TargetLedger struct {
-	// RecordedFields is the set of intent fields whose previous owners
-	// were recorded, in FieldsV1 form.
+	// AddedFields are the intent fields recorded with no previous owner
+	// (see FieldPatchStatus.AddedFields).
+	// +optional
+	// +listType=atomic
+	AddedFields []string `json:"addedFields,omitempty"`
+	// RecordedFields is deprecated (see FieldPatchStatus.RecordedFields):
+	// read when present, never written.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -271,7 +271,11 @@ func comparePlan(t *testing.T, plan Plan, fp v1alpha1.Patcher, target *unstructu
 	}
 	var got []PlannedOwner
 	for _, e := range st.PreviousOwners {
-		got = append(got, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
+		fields, _, err := patchintent.OwnerFields(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: ownershipcore.FormatSet(fields)})
 	}
 	if a, b := mustJSON(t, plan.Patch.PreviousOwners), mustJSON(t, got); a != b {
 		t.Errorf("previous owners: plan %s, status %s", a, b)

@@ -313,10 +313,10 @@ func checkRecord(t *testing.T, fp *v1alpha1.FieldPatch, cm *corev1.ConfigMap) {
 		return
 	}
 	po := fp.Status.PreviousOwners[0]
-	got := entry{po.Manager, string(po.Operation), po.APIVersion, po.Subresource, fieldsJSON(po.FieldsV1)}
-	want := entry{helmManager, "Apply", "v1", "", `{"f:data":{"f:key":{}}}`}
-	if got != want || po.Via != "" || po.SharedFieldsV1 != nil {
-		t.Errorf("%s: previous owner %+v (via %q, shared %v), want %+v", fp.Name, got, po.Via, po.SharedFieldsV1, want)
+	got := entry{po.Manager, string(po.Operation), po.APIVersion, po.Subresource, strings.Join(po.Fields, ",")}
+	want := entry{helmManager, "Apply", "v1", "", ".data.key"}
+	if got != want || po.Via != "" || po.Shared != nil || po.FieldsV1 != nil {
+		t.Errorf("%s: previous owner %+v (via %q, shared %v), want %+v", fp.Name, got, po.Via, po.Shared, want)
 	}
 	// helm keeps data.other; its "." of data (the map itself) is not in
 	// its entry while the patch holds data.key, as the apiserver leaves

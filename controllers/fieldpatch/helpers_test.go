@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -29,7 +30,7 @@ func testApplier(t testing.TB) *ownershipcore.Applier {
 func decodeStatusOwners(fp *v1alpha1.FieldPatch) (ownershipcore.ManagedFields, error) {
 	var out ownershipcore.ManagedFields
 	for _, p := range fp.Status.PreviousOwners {
-		set, err := ownershipcore.DecodeFields(p.FieldsV1)
+		set, _, err := patchintent.OwnerFields(p)
 		if err != nil {
 			return nil, err
 		}

@@ -169,7 +169,7 @@ spec:
 		waitReason(t, fp, "Applied")
 		eventually(t, "shared selector observed", func() (bool, string) {
 			get(t, fp)
-			return len(fp.Status.PreviousOwners) == 1 && fp.Status.PreviousOwners[0].SharedFieldsV1 != nil, fmt.Sprint(fp.Status.PreviousOwners)
+			return len(fp.Status.PreviousOwners) == 1 && len(fp.Status.PreviousOwners[0].Shared) > 0, fmt.Sprint(fp.Status.PreviousOwners)
 		})
 		applyAs(t, "argocd-controller", fmt.Sprintf(svc, ""))
 		eventually(t, "argocd-controller forgotten", func() (bool, string) {

@@ -65,7 +65,7 @@ spec:
 	// .data.b, recorded before the failed apply, left the patch untaken.
 	eventually(t, "the record of what the patch took", func() (bool, string) {
 		get(t, fp)
-		ok := len(fp.Status.PreviousOwners) == 1 && fp.Status.PreviousOwners[0].Manager == "ci-bot" && fmt.Sprint(fp.Status.PreviousOwners[0].Paths) == "[.data.a]"
+		ok := len(fp.Status.PreviousOwners) == 1 && fp.Status.PreviousOwners[0].Manager == "ci-bot" && fmt.Sprint(fp.Status.PreviousOwners[0].Fields) == "[.data.a]"
 		return ok, fmt.Sprintf("%+v", fp.Status.PreviousOwners)
 	})
 	// Deletion gives .data.a back to ci-bot; helm keeps .data.b.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,15 +118,15 @@ spec:
 	waitReason(t, fp, "Applied")
 	shared := func(fp *v1alpha1.FieldPatch) string {
 		for _, o := range fp.Status.PreviousOwners {
-			if o.Manager == "hpa" && o.SharedFieldsV1 != nil {
-				return o.SharedFieldsV1.GetRawString()
+			if o.Manager == "hpa" {
+				return strings.Join(o.Shared, ",")
 			}
 		}
 		return ""
 	}
 	eventually(t, "hpa recorded as sharing data.tier", func() (bool, string) {
 		get(t, fp)
-		return shared(fp) != "" && shared(fp) != "{}", fmt.Sprintf("%+v", fp.Status.PreviousOwners)
+		return shared(fp) == ".data.tier", fmt.Sprintf("%+v", fp.Status.PreviousOwners)
 	})
 	applyAs(t, "ops", fmt.Sprintf(cm, `{"tier":"db"}`))
 	var repairedAt string

@@ -214,10 +214,11 @@ func (s *records) refreshRecord(ctx context.Context, u *unit) bool {
 		return false
 	}
 	st, fst := u.st, fresh.PatchStatus()
-	if fst.TargetUID == st.TargetUID && equality.Semantic.DeepEqual(fst.RecordedFields, st.RecordedFields) {
+	if patchintent.SameRecorded(fst, st) {
 		return false
 	}
-	st.TargetUID, st.RecordedFields, st.PreviousOwners, st.LastAppliedTime = fst.TargetUID, fst.RecordedFields, fst.PreviousOwners, fst.LastAppliedTime
+	st.TargetUID, st.LastAppliedTime = fst.TargetUID, fst.LastAppliedTime
+	st.SetRecord(fst.Record())
 	return true
 }
 

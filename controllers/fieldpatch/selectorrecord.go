@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
+	"github.com/fieldops/fieldops/internal/patchintent"
 )
 
 // targetEntry is a selector patch's record of one target, with its
@@ -23,22 +24,26 @@ type targetEntry struct {
 }
 
 // empty reports an entry with no record of previous owners.
-func (e *targetEntry) emptyLedger() bool {
-	return e.ledger.RecordedFields == nil && len(e.ledger.PreviousOwners) == 0
-}
+func (e *targetEntry) emptyLedger() bool { return e.ledger.Empty() }
 
 // readTargets decodes status.targets' records by target UID; each entry
-// holds its own copy of its record of previous owners. A record whose
-// ledger index is out of range has none.
+// holds its own copy of its record of previous owners, in the form
+// patchintent.WriteLedger writes (a record of an earlier release's form
+// is converted; one that does not parse is kept as it is, for ReadLedger
+// to report). A record whose ledger index is out of range has none.
 func readTargets(ts *v1alpha1.TargetsStatus) map[types.UID]*targetEntry {
 	out := map[types.UID]*targetEntry{}
 	if ts == nil {
 		return out
 	}
+	ledgers := make([]v1alpha1.TargetLedger, len(ts.Ledgers))
+	for i, l := range ts.Ledgers {
+		ledgers[i], _ = patchintent.CompactRecord(l)
+	}
 	for _, r := range ts.Records {
 		e := &targetEntry{rec: *r.DeepCopy()}
-		if r.Ledger != nil && int(*r.Ledger) >= 0 && int(*r.Ledger) < len(ts.Ledgers) {
-			e.ledger = *ts.Ledgers[*r.Ledger].DeepCopy()
+		if r.Ledger != nil && int(*r.Ledger) >= 0 && int(*r.Ledger) < len(ledgers) {
+			e.ledger = *ledgers[*r.Ledger].DeepCopy()
 		}
 		e.rec.Ledger = nil
 		out[types.UID(r.UID)] = e
@@ -93,25 +98,11 @@ func writeTargets(entries map[types.UID]*targetEntry) ([]v1alpha1.TargetRecord, 
 // patch's status holds it (patchintent.ReadLedger reads it from there).
 func (e *targetEntry) ledgerStatus(st *v1alpha1.FieldPatchStatus) {
 	st.TargetUID = e.rec.UID
-	st.RecordedFields = e.ledger.RecordedFields.DeepCopy()
-	st.PreviousOwners = nil
-	for _, o := range e.ledger.PreviousOwners {
-		st.PreviousOwners = append(st.PreviousOwners, *o.DeepCopy())
-	}
+	st.SetRecord(e.ledger)
 }
 
 // takeLedger sets e's record of previous owners from a single-target
-// status (patchintent.WriteLedger wrote it there). The people's form of
-// the paths (Paths) is left out: the table is for the controller, and
-// kubectl fieldops status prints the paths.
+// status (patchintent.WriteLedger wrote it there).
 func (e *targetEntry) takeLedger(st *v1alpha1.FieldPatchStatus) {
-	e.ledger = v1alpha1.TargetLedger{}
-	if raw := st.RecordedFields.GetRawString(); raw != "" && raw != "{}" {
-		e.ledger.RecordedFields = st.RecordedFields.DeepCopy()
-	}
-	for _, o := range st.PreviousOwners {
-		c := *o.DeepCopy()
-		c.Paths = nil
-		e.ledger.PreviousOwners = append(e.ledger.PreviousOwners, c)
-	}
+	e.ledger = st.Record()
 }

@@ -23,12 +23,13 @@ import (
 // patch), when the targets share their previous owners as the objects of
 // one chart do; and they read back as written.
 func TestTargetRecordsFit5000(t *testing.T) {
+	const env = `.spec.template.spec.containers[name="app"].env[name="HTTP_PROXY"]`
 	owner := func(manager string) v1alpha1.PreviousOwner {
 		return v1alpha1.PreviousOwner{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
-			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"HTTP_PROXY\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)}
+			Fields: []string{env, env + ".name", env + ".value"}}
 	}
 	ledgers := []v1alpha1.TargetLedger{
-		{RecordedFields: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"HTTP_PROXY\"}":{"f:value":{}}}}}}}}}`), PreviousOwners: []v1alpha1.PreviousOwner{owner("helm")}},
+		{AddedFields: []string{`.spec.template.spec.containers[name="app"].env[name="NO_PROXY"]`}, PreviousOwners: []v1alpha1.PreviousOwner{owner("helm")}},
 		{PreviousOwners: []v1alpha1.PreviousOwner{owner("argocd-controller"), owner("kubectl-edit")}},
 		{PreviousOwners: []v1alpha1.PreviousOwner{owner("flux-kustomize")}},
 	}

@@ -96,7 +96,8 @@ func (sr *selectorReconciler) reportSelector(sp *selectorPass, leaveErrs []error
 	ts.Records, ts.Ledgers = writeTargets(sp.entries)
 	st.Targets = ts
 	st.FieldCount = int(c.fields)
-	st.TargetUID, st.ManagedFields, st.RecordedFields, st.PreviousOwners = "", nil, nil, nil
+	st.TargetUID, st.ManagedFields = "", nil
+	st.SetRecord(v1alpha1.TargetLedger{})
 	st.ContestedBy, st.ContestedSince = "", nil
 	if c.wrote {
 		st.LastAppliedTime = &metav1.Time{Time: sp.now}

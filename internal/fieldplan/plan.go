@@ -76,7 +76,8 @@ type PatchPlan struct {
 	DeletionPolicy string      `json:"deletionPolicy"`
 	Fields         []FieldPlan `json:"fields"`
 	// PreviousOwners is status.previousOwners as the controller would
-	// record it (fields as paths).
+	// record it, each owner's fields (shared ones included) as the leaf
+	// paths ownershipcore.FormatSet lists.
 	PreviousOwners []PlannedOwner `json:"previousOwners,omitempty"`
 	// ManagedFields is status.managedFields after the apply: the fields
 	// the patch's field manager would own.
@@ -126,7 +127,9 @@ type PlannedOwner struct {
 	Subresource string                            `json:"subresource,omitempty"`
 	// Via is the field manager of the patch the owner's fields are taken
 	// from, when the owner comes from that patch's record.
-	Via   string   `json:"via,omitempty"`
+	Via string `json:"via,omitempty"`
+	// Paths are the leaf fields recorded as the owner's (status's fields
+	// and shared together), sorted.
 	Paths []string `json:"paths"`
 }
 
@@ -469,12 +472,8 @@ func (p *Planner) planRecord(ctx context.Context, plan *Plan, d *patchintent.Dec
 		patchintent.RecordForced(d.Ledger, d.Owners, forced, manager, chains...)
 		d.Applied(after)
 	}
-	record := &v1alpha1.FieldPatchStatus{}
-	if err := patchintent.WriteLedger(record, d.Ledger, uid); err != nil {
-		return nil, err
-	}
-	for _, e := range record.PreviousOwners {
-		plan.Patch.PreviousOwners = append(plan.Patch.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: e.Paths})
+	for _, e := range d.Ledger.Entries {
+		plan.Patch.PreviousOwners = append(plan.Patch.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: ownershipcore.FormatSet(e.Fields)})
 	}
 	return after, nil
 }

@@ -274,7 +274,7 @@ func (s *typedSchema) fieldPath(doc interface{}, path []string) (fieldset.Path, 
 
 // owned returns the ownedFunc of manager on live: a path is the patch's own
 // when our Apply entry exists and it or the fields recorded as taken on
-// this target (status.recordedFields) hold the field, a field below it, or
+// this target (ReadLedger's Recorded) hold the field, a field below it, or
 // the atomic field above it.
 func (s *typedSchema) owned(live *unstructured.Unstructured, st *v1alpha1.FieldPatchStatus, manager string) (ownedFunc, error) {
 	mf, err := ownershipcore.Owners(live)
@@ -285,14 +285,11 @@ func (s *typedSchema) owned(live *unstructured.Unstructured, st *v1alpha1.FieldP
 	if ours == nil {
 		return func(interface{}, []string) bool { return false }, nil
 	}
-	fields := ours.Fields
-	if st.TargetUID == string(live.GetUID()) {
-		recorded, err := ownershipcore.DecodeFields(st.RecordedFields)
-		if err != nil {
-			return nil, err
-		}
-		fields = fields.Union(recorded)
+	ledger, err := ReadLedger(st, string(live.GetUID()))
+	if err != nil {
+		return nil, err
 	}
+	fields := ours.Fields.Union(ledger.Recorded)
 	return func(doc interface{}, path []string) bool {
 		p, ok := s.fieldPath(doc, path)
 		if !ok {

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
@@ -247,17 +246,15 @@ func (r *run) applyDiff(ctx context.Context, name string, p fieldplan.Plan) (dif
 	return "", "", nil
 }
 
-// paths are the leaf paths of a previous owner's entry (Paths, or the
-// fields of FieldsV1 where a selector patch's record keeps only those).
+// paths are the leaf paths of a previous owner's entry (its fields and
+// shared fields together, in whichever form the record holds them), as
+// the plan lists them.
 func paths(e v1alpha1.PreviousOwner) []string {
-	if len(e.Paths) > 0 || e.FieldsV1 == nil {
-		return e.Paths
-	}
-	set := &fieldpath.Set{}
-	if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+	fields, _, err := patchintent.OwnerFields(e)
+	if err != nil {
 		return []string{"?" + err.Error()}
 	}
-	return patchintent.Leaves(set)
+	return ownershipcore.FormatSet(fields)
 }
 
 // deletionDiff compares the target after a patch's deletion with the
