@@ -37,24 +37,9 @@ import (
 // not one, and what differs from it is no drift.
 func (sr *selectorReconciler) targetPass(ctx context.Context, sp *selectorPass, h targetcache.Held, stored *targetEntry) targetResult {
 	uid, obj := h.UID, sp.obj
-	// A record with no field is decided again (it may be one saved ahead
-	// of a write whose result was not saved).
-	if stored != nil && stored.rec.Fields > 0 && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", h.ResourceVersion, obj.GetGeneration())) {
-		return targetResult{entry: stored, class: classApplied}
-	}
-	if sp.w.leftOwn(uid, obj.GetGeneration()) {
-		// The patch's own write took the target out of the selector, and
-		// giving its fields back put it in again: applying again would
-		// loop, until the patch changes.
-		return targetResult{entry: sr.keptRecord(sp, h, stored), class: classFailed, terminal: true, reason: ReasonInvalidPatch,
-			message: "the patch's own write takes this object out of spec.targetSelector (spec.patch sets a label the selector matches), and giving its fields back puts it in again; not patched again until the patch changes"}
-	}
-	live, err := h.Object()
-	if err != nil {
-		return targetResult{entry: sr.keptRecord(sp, h, stored), class: classFailed, reason: ReasonApplyFailed, message: err.Error(), err: err}
-	}
-	if msg, skip := sr.skipped(live); skip {
-		return targetResult{entry: sr.keptRecord(sp, h, stored), class: classSkipped, reason: ReasonForbiddenTarget, message: msg}
+	live, early, done := sr.beforePass(sp, h, stored)
+	if done {
+		return early
 	}
 	gvk := live.GroupVersionKind()
 	u := targetUnit(obj, live, stored, sp.w.reason(uid), sp.manager, sp.now, sp.events)
@@ -97,6 +82,33 @@ func (sr *selectorReconciler) targetPass(ctx context.Context, sp *selectorPass, 
 		sp.w.setConverged(uid, "")
 	}
 	return out
+}
+
+// beforePass is what a target's pass comes to before its phases run
+// (done), or the target decoded: applied already (its version and the
+// patch's generation are those of a pass that found it applied), taken
+// out of the selector by the patch's own write and put in again by the
+// give-back, not decoded, or one fieldops never patches.
+func (sr *selectorReconciler) beforePass(sp *selectorPass, h targetcache.Held, stored *targetEntry) (_ *unstructured.Unstructured, _ targetResult, done bool) {
+	uid, gen := h.UID, sp.obj.GetGeneration()
+	// A record with no field is decided again (it may be one saved ahead
+	// of a write whose result was not saved).
+	if stored != nil && stored.rec.Fields > 0 && sp.w.isConverged(uid, fmt.Sprintf("%s/%d", h.ResourceVersion, gen)) {
+		return nil, targetResult{entry: stored, class: classApplied}, true
+	}
+	if sp.w.leftOwn(uid, gen) {
+		// Applying again would loop, until the patch changes.
+		return nil, targetResult{entry: sr.keptRecord(sp, h, stored), class: classFailed, terminal: true, reason: ReasonInvalidPatch,
+			message: "the patch's own write takes this object out of spec.targetSelector (spec.patch sets a label the selector matches), and giving its fields back puts it in again; not patched again until the patch changes"}, true
+	}
+	live, err := h.Object()
+	if err != nil {
+		return nil, targetResult{entry: sr.keptRecord(sp, h, stored), class: classFailed, reason: ReasonApplyFailed, message: err.Error(), err: err}, true
+	}
+	if msg, skip := sr.skipped(live); skip {
+		return nil, targetResult{entry: sr.keptRecord(sp, h, stored), class: classSkipped, reason: ReasonForbiddenTarget, message: msg}, true
+	}
+	return live, targetResult{}, false
 }
 
 // skipped says why fieldops never patches live (its own objects, and the
