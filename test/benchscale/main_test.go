@@ -74,6 +74,8 @@ func TestCapacity(t *testing.T) {
 		// (409.6 - 40) MiB at 10.24 KiB each.
 		{rssSample{anon: 40 * 1024}, rssSample{maxAnon: 50 * 1024}, 1000, "36960 (10.2 KiB each to the peak)"},
 		{rssSample{anon: 40 * 1024}, rssSample{maxAnon: 40 * 1024}, 1000, "–"},
+		// The binary's 44 MiB of file-backed pages count too.
+		{rssSample{anon: 20 * 1024}, rssSample{maxAnon: 235 * 1024, file: 44 * 1024}, 10000, "16074 (22.0 KiB each to the peak)"},
 		{rssSample{anon: 500 * 1024}, rssSample{maxAnon: 510 * 1024}, 10, "–"},
 	} {
 		if got := capacity(c.before, c.peak, c.n); got != c.want {

@@ -110,12 +110,13 @@ const (
 
 // capacity is how many objects one manager holds within the chart's
 // default limit less the headroom, at this run's growth: its anonymous
-// memory before the converge, plus, per object, the growth to the
-// converge's sampled peak (the peak, not the settled memory, meets the
-// limit). "–" when the run shows no growth.
+// memory before the converge and its file-backed pages at the peak (the
+// binary's: the memory cgroup counts them too), plus, per object, the
+// growth to the converge's sampled peak (the peak, not the settled
+// memory, meets the limit). "–" when the run shows no growth.
 func capacity(before, peak rssSample, n int) string {
 	perObject := float64(peak.maxAnon-before.anon) / float64(n)
-	budget := float64(limitMiB*1024)*(100-headroomPercent)/100 - float64(before.anon)
+	budget := float64(limitMiB*1024)*(100-headroomPercent)/100 - float64(before.anon) - float64(peak.file)
 	if perObject <= 0 || budget <= 0 {
 		return "–"
 	}
