@@ -31,7 +31,8 @@ import (
 // as (impersonated, as its applies: a tenant's selector never sees an
 // object its account may not list) and the label selector, which the
 // apiserver applies: objects that do not match are never held, and those
-// that do are held compressed. Patches with the same key share one watch.
+// that do are held as the JSON the apiserver sent. Patches with the same
+// key share one watch.
 //
 // An object relabelled out of the selector leaves the watch (a DELETED
 // event); when the patch holds a record of it, the event queues the patch,

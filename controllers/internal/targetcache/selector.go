@@ -78,7 +78,7 @@ type Held struct {
 }
 
 // Object decodes a new copy of the object (the caller's to change): it
-// inflates and decodes the whole JSON on every call, so a caller that
+// decodes the whole JSON on every call, so a caller that
 // needs only the name, UID or resourceVersion reads the fields of Held.
 func (h Held) Object() (*unstructured.Unstructured, error) {
 	u, err := decode(h.raw, h.gvk)
