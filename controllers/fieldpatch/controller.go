@@ -206,7 +206,7 @@ func (r *Reconciler) skeleton() *skeleton.Reconciler[v1alpha1.Patcher, *pass] {
 			},
 			Delete: r.reconcileDelete,
 			Forget: func(key client.ObjectKey) {
-				r.exec.outcomes.Delete(key)
+				r.exec.forgetOutcomes(key)
 				r.timers.stop(key)
 				metrics.SetContested(r.controllerName(), key.Namespace, key.Name, "")
 				r.watches.Release(key) // its target is watched no more

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -110,14 +111,31 @@ func (e *executor) applyRecorded(ctx context.Context, p *pass, strategy ownershi
 	}
 }
 
+// forgetOutcomes forgets the outcomes of the patch key: its own, and
+// those of each target of a selector patch (outcomeKey).
+func (e *executor) forgetOutcomes(key client.ObjectKey) {
+	e.outcomes.Delete(key)
+	e.outcomes.Range(func(k, _ any) bool {
+		if o := k.(client.ObjectKey); o.Namespace == key.Namespace && strings.HasPrefix(o.Name, key.Name+"/") {
+			e.outcomes.Delete(k)
+		}
+		return true
+	})
+}
+
 // outcomeKey is where the outcome of obj's apply is kept: one per patch,
 // one per target of a selector patch.
 func (e *executor) outcomeKey(u *unit) client.ObjectKey {
-	key := client.ObjectKeyFromObject(u.obj)
 	if u.target != nil {
-		key.Name += "/" + string(u.target.uid)
+		return targetOutcomeKey(u.obj, u.target.uid)
 	}
-	return key
+	return client.ObjectKeyFromObject(u.obj)
+}
+
+// targetOutcomeKey is where the outcome of the apply to the target uid
+// of the selector patch obj is kept.
+func targetOutcomeKey(obj client.Object, uid types.UID) client.ObjectKey {
+	return client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName() + "/" + string(uid)}
 }
 
 // writeTarget runs write, p's write of its target, through the target

@@ -308,6 +308,7 @@ func (sr *selectorReconciler) leaveUnmatched(ctx context.Context, sp *selectorPa
 		}
 		delete(sp.entries, uid)
 		sr.contests.Forget(contestKey(sp.obj, string(uid)))
+		sr.exec.outcomes.Delete(targetOutcomeKey(sp.obj, uid))
 		sp.w.forget(uid)
 	}
 	return errs
