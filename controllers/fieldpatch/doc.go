@@ -11,4 +11,22 @@ Licensed under the Apache License, Version 2.0.
 // keep taking fields back (with exponential backoff, never a write loop),
 // and on delete hands each field back to its previous owner and relinquishes
 // the fields it added. All ownership logic lives in ownershipcore.
+//
+// The controller's parts, each holding only what it uses:
+//
+//   - Reconciler (controller.go): setup, the shared skeleton, the phases
+//     that pick the target and the account, expiry and deletion;
+//   - unit (unit.go): what one run of the single-target phases works on,
+//     a patch with spec.target or one target of a selector patch (the
+//     spec naming it, its record as status, where its events go);
+//   - runner (run.go): the single-target phases of a unit: decide
+//     (patchintent.Decide, drift, the conflict strategy), have the
+//     executor write, report;
+//   - executor (exec.go): every write to a target, through the core's
+//     guarded commit, each after the records it needs;
+//   - records (records.go, previous.go): the record of previous owners
+//     in the patch's status and the previous values in its Secret,
+//     written before the target write that needs them;
+//   - selectorReconciler (selector*.go): a selector patch as a loop over
+//     its targets' units, their records saved at once.
 package fieldpatch
