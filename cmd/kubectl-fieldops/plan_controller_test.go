@@ -194,7 +194,7 @@ spec:
 	bySelector := names.FieldPatch(false, ns, "by-label")
 	var got []string
 	for _, o := range plans[0].Patch.PreviousOwners {
-		got = append(got, fmt.Sprintf("%s via %q: %s", o.Manager, o.Via, strings.Join(o.Paths, ",")))
+		got = append(got, fmt.Sprintf("%s via %q: %s", o.Manager, o.Via, strings.Join(leaves(t, o), ",")))
 	}
 	want := []string{bySelector + ` via "": .data.owned`, `helm via "` + bySelector + `": .data.owned`}
 	if !reflect.DeepEqual(got, want) {

@@ -76,9 +76,11 @@ type PatchPlan struct {
 	DeletionPolicy string      `json:"deletionPolicy"`
 	Fields         []FieldPlan `json:"fields"`
 	// PreviousOwners is status.previousOwners as the controller would
-	// record it, each owner's fields (shared ones included) as the leaf
-	// paths ownershipcore.FormatSet lists.
+	// record it, in the status's form (fields, shared).
 	PreviousOwners []PlannedOwner `json:"previousOwners,omitempty"`
+	// AddedFields is status.addedFields as the controller would record it:
+	// the fields the patch adds, which no other manager owned.
+	AddedFields []string `json:"addedFields,omitempty"`
 	// ManagedFields is status.managedFields after the apply: the fields
 	// the patch's field manager would own.
 	ManagedFields []string `json:"managedFields,omitempty"`
@@ -128,9 +130,12 @@ type PlannedOwner struct {
 	// Via is the field manager of the patch the owner's fields are taken
 	// from, when the owner comes from that patch's record.
 	Via string `json:"via,omitempty"`
-	// Paths are the leaf fields recorded as the owner's (status's fields
-	// and shared together), sorted.
-	Paths []string `json:"paths"`
+	// Fields are the fields taken from the owner, and Shared those it
+	// still co-owns, as status.previousOwners lists them
+	// (fieldset.FormatMembers: every member of the field set, a list item
+	// owned as a whole included).
+	Fields []string `json:"fields,omitempty"`
+	Shared []string `json:"shared,omitempty"`
 }
 
 // ObjectPlan is one object of a workload's plan.
@@ -472,10 +477,36 @@ func (p *Planner) planRecord(ctx context.Context, plan *Plan, d *patchintent.Dec
 		patchintent.RecordForced(d.Ledger, d.Owners, forced, manager, chains...)
 		d.Applied(after)
 	}
-	for _, e := range d.Ledger.Entries {
-		plan.Patch.PreviousOwners = append(plan.Patch.PreviousOwners, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: ownershipcore.FormatSet(e.Fields)})
+	record := &v1alpha1.FieldPatchStatus{}
+	if err := patchintent.WriteLedger(record, d.Ledger, uid); err != nil {
+		return nil, err
 	}
+	plan.Patch.PreviousOwners, plan.Patch.AddedFields = PlannedOwners(record.PreviousOwners), record.AddedFields
 	return after, nil
+}
+
+// Leaves are the leaf paths of the owner's fields and shared fields
+// together (ownershipcore.FormatSet), sorted. Errors: a field that does
+// not parse.
+func (o PlannedOwner) Leaves() ([]string, error) {
+	fields, _, err := patchintent.OwnerFields(v1alpha1.PreviousOwner{Manager: o.Manager, Fields: o.Fields, Shared: o.Shared})
+	if err != nil {
+		return nil, err
+	}
+	return ownershipcore.FormatSet(fields), nil
+}
+
+// PlannedOwners are the previous owners of a record (status.previousOwners
+// as patchintent.WriteLedger writes it) as a plan lists them.
+func PlannedOwners(owners []v1alpha1.PreviousOwner) []PlannedOwner {
+	out := make([]PlannedOwner, 0, len(owners))
+	for _, e := range owners {
+		out = append(out, PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Fields: e.Fields, Shared: e.Shared})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // planFields fills the plan's managed fields and its rows, one per field.

@@ -23,7 +23,6 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/controllers/fieldpatch"
 	"github.com/fieldops/fieldops/internal/fieldplan"
-	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
@@ -233,11 +232,7 @@ func (r *run) applyDiff(ctx context.Context, name string, p fieldplan.Plan) (dif
 		}
 		st = fp.Status.Targets.RecordStatus(uid)
 	}
-	var got []fieldplan.PlannedOwner
-	for _, e := range st.PreviousOwners {
-		got = append(got, fieldplan.PlannedOwner{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource, Via: e.Via, Paths: paths(e)})
-	}
-	if a, b := mustJSON(p.Patch.PreviousOwners), mustJSON(got); a != b {
+	if a, b := ownerLeaves(p.Patch.PreviousOwners), ownerLeaves(fieldplan.PlannedOwners(st.PreviousOwners)); a != b {
 		return fmt.Sprintf("previous owners %s, the plan said %s", b, a), "", nil
 	}
 	if !selector && !slices.Equal(p.Patch.ManagedFields, fp.Status.ManagedFields) {
@@ -246,15 +241,20 @@ func (r *run) applyDiff(ctx context.Context, name string, p fieldplan.Plan) (dif
 	return "", "", nil
 }
 
-// paths are the leaf paths of a previous owner's entry (its fields and
-// shared fields together, in whichever form the record holds them), as
-// the plan lists them.
-func paths(e v1alpha1.PreviousOwner) []string {
-	fields, _, err := patchintent.OwnerFields(e)
-	if err != nil {
-		return []string{"?" + err.Error()}
+// ownerLeaves prints each previous owner with the leaf paths of its
+// fields and shared fields together: which of them an owner still
+// co-owns is what fieldops saw when it last looked, which a plan and the
+// controller may see at different times.
+func ownerLeaves(owners []fieldplan.PlannedOwner) string {
+	var out []string
+	for _, o := range owners {
+		leaves, err := o.Leaves()
+		if err != nil {
+			leaves = []string{"?" + err.Error()}
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s via %q: %v", o.Manager, o.Operation, o.APIVersion, o.Subresource, o.Via, leaves))
 	}
-	return ownershipcore.FormatSet(fields)
+	return mustJSON(out)
 }
 
 // deletionDiff compares the target after a patch's deletion with the
