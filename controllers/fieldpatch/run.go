@@ -383,7 +383,7 @@ func (n *runner) strategy(u *unit, ignoreFailure string) (ownershipcore.Conflict
 	return conflicts.Rules(spec.ConflictRules, askedStrategy{s, answered}), nil
 }
 
-// targetPhases are the single-target phases a target's pass runs.
+// phases are the single-target phases a unit runs.
 func (n *runner) phases() []skeleton.Phase[*pass] {
 	return []skeleton.Phase[*pass]{
 		{Name: "intent", Run: n.phaseIntent},

@@ -23,7 +23,7 @@ type targetEntry struct {
 	ledger v1alpha1.TargetLedger
 }
 
-// empty reports an entry with no record of previous owners.
+// emptyLedger reports an entry with no record of previous owners.
 func (e *targetEntry) emptyLedger() bool { return e.ledger.Empty() }
 
 // readTargets decodes status.targets' records by target UID; each entry

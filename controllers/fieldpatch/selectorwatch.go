@@ -343,7 +343,6 @@ func (w *selectorWatch) setReason(uid types.UID, reason string) {
 	w.reasons[uid] = reason
 }
 
-// forget drops what the watch remembers of a target.
 // setLeftOwn notes that the patch's own write at generation gen took the
 // target uid out of the selected set.
 func (w *selectorWatch) setLeftOwn(uid types.UID, gen int64) {
