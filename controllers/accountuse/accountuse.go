@@ -9,8 +9,9 @@ Licensed under the Apache License, Version 2.0.
 // uses (the kubernetes.io/pvc-protection finalizer, KEP-498 "Storage
 // Object in Use Protection"): the ServiceAccount, the RoleBindings that
 // grant it rights where the fieldops object acts (its own namespace for a
-// FieldPatch or ManagedWorkload; every namespace for a ClusterFieldPatch,
-// whose targets may be in any) and the Roles those RoleBindings refer to
+// FieldPatch or ManagedWorkload; for a ClusterFieldPatch, its target's
+// namespace, or every namespace for a selector patch, but one being
+// deleted) and the Roles those RoleBindings refer to
 // carry the finalizer fieldops.dev/in-use while a FieldPatch,
 // ClusterFieldPatch or ManagedWorkload acting as that account exists.
 // Deleting them first (kubectl delete -k, a GitOps prune, a namespace
@@ -117,8 +118,8 @@ type use struct {
 	// acting are the accounts, of any namespace, that fieldops objects act
 	// as in the namespace: the RoleBindings of the namespace granting one
 	// are held, and the Roles they refer to. A FieldPatch or
-	// ManagedWorkload acts in its own namespace, a ClusterFieldPatch in
-	// every namespace (its targets may be in any).
+	// ManagedWorkload acts in its own namespace, a ClusterFieldPatch where
+	// its targets may be (actsIn).
 	acting map[tenancy.Account]bool
 }
 
@@ -163,15 +164,32 @@ func (r *Reconciler) inUse(ctx context.Context, ns string) (use, error) {
 		return u, err
 	}
 	for i := range cfps.Items {
-		// A ClusterFieldPatch acts in every namespace, but needs nothing
-		// of one being deleted, but its own account: its targets there go
-		// with the namespace, and the namespace's deletion must not wait
-		// for the patch's.
-		if a, ok := r.account(&cfps.Items[i]); ok && (!terminating || a.Namespace == ns) {
-			add(&cfps.Items[i])
+		cfp := &cfps.Items[i]
+		a, ok := r.account(cfp)
+		if !ok {
+			continue
+		}
+		if a.Namespace == ns {
+			u.own[a] = true
+		}
+		// Its targets in a namespace being deleted go with the namespace,
+		// whose deletion must not wait for the patch's.
+		if actsIn(cfp, ns) && !terminating {
+			u.acting[a] = true
 		}
 	}
 	return u, nil
+}
+
+// actsIn reports whether the ClusterFieldPatch cfp acts in namespace ns:
+// the namespace of its one target, or, for a selector patch, every
+// namespace (the targets a namespaceSelector matches change with the
+// namespaces' labels).
+func actsIn(cfp *v1alpha1.ClusterFieldPatch, ns string) bool {
+	if cfp.Spec.TargetSelector != nil {
+		return true
+	}
+	return cfp.Spec.Target.Namespace == ns
 }
 
 // terminating reports whether namespace ns is being deleted (read as

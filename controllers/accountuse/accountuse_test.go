@@ -225,7 +225,8 @@ func TestOnlyAccountsInUse(t *testing.T) {
 
 // A ClusterFieldPatch acts where its targets are: the RoleBinding (and
 // its Role) that grants its account rights in the target's namespace,
-// another than the account's own, is held as the account is. Deleted
+// another than the account's own, is held as the account is; one where
+// it has no target (here, the account's own namespace) is not. Deleted
 // first, with the account, it stays until the patch has handed its
 // fields back with the account's rights, then goes. A ClusterRoleBinding
 // naming the account is never held, nor a RoleBinding of the manager's
@@ -248,10 +249,14 @@ func TestClusterFieldPatchBindingsElsewhere(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "robot"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "bystander", Namespace: accounts}}}
 	nothing := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "inuse-cfp-nothing"}}
+	// A binding of the account where the patch has no target.
+	home := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot-home", Namespace: accounts},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nothing.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
 	clusterBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "inuse-cfp-robot"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: nothing.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
-	for _, o := range []client.Object{sa, role, binding, bystander, nothing, clusterBinding} {
+	for _, o := range []client.Object{sa, role, binding, bystander, nothing, home, clusterBinding} {
 		if err := k8s.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +271,7 @@ func TestClusterFieldPatchBindingsElsewhere(t *testing.T) {
   spec: {target: {apiVersion: v1, kind: ConfigMap, name: c, namespace: `+targets+`},
     serviceAccountName: robot, serviceAccountNamespace: `+accounts+`, patch: {data: {a: patched}}}}`)
 	protected(t, true, sa, binding, role)
-	protected(t, false, bystander, clusterBinding)
+	protected(t, false, bystander, clusterBinding, home)
 
 	del(t, binding, role, sa)
 	for _, o := range []client.Object{binding, role, sa} {
@@ -297,42 +302,35 @@ func TestFinalizerFor(t *testing.T) {
 }
 
 // A namespace being deleted does not wait for a ClusterFieldPatch that
-// acts in every namespace: its RoleBinding there naming the patch's
-// account is let go (the patch's targets there go with the namespace),
-// while the patch and its account stay.
+// acts in it: its RoleBinding there naming the patch's account is let go
+// (the patch's target there goes with the namespace), while the patch
+// and its account stay.
 func TestClusterFieldPatchLetsANamespaceGo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	const accounts, targets, elsewhere = "inuse-cfpns-accounts", "inuse-cfpns-targets", "inuse-cfpns-elsewhere"
+	const accounts, elsewhere = "inuse-cfpns-accounts", "inuse-cfpns-elsewhere"
 	kit.Namespace(t, accounts)
-	kit.Namespace(t, targets)
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}); err != nil {
 		t.Fatal(err)
 	}
-	kit.ApplyAs(t, "helm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"`+targets+`"},"data":{"a":"helm"}}`)
+	kit.ApplyAs(t, "helm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"`+elsewhere+`"},"data":{"a":"helm"}}`)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: accounts}}
-	objs := []client.Object{sa}
-	var binding client.Object
-	for _, ns := range []string{targets, elsewhere} {
-		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: ns},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}}}}
-		b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: ns},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "robot"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
-		objs = append(objs, role, b)
-		binding = b
-	}
-	for _, o := range objs {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: elsewhere},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: elsewhere},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "robot"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: accounts}}}
+	for _, o := range []client.Object{sa, role, binding} {
 		if err := k8s.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cfp := &v1alpha1.ClusterFieldPatch{}
 	createReady(t, cfp, `{apiVersion: fieldops.dev/v1alpha1, kind: ClusterFieldPatch, metadata: {name: inuse-cfpns},
-  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c, namespace: `+targets+`},
+  spec: {target: {apiVersion: v1, kind: ConfigMap, name: c, namespace: `+elsewhere+`},
     serviceAccountName: robot, serviceAccountNamespace: `+accounts+`, patch: {data: {a: patched}}}}`)
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cfp) })
-	protected(t, true, sa, binding)
+	protected(t, true, sa, binding, role)
 
 	del(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}})
 	testkit.Within(t, 2*time.Minute, "namespace "+elsewhere+" gone", func() (bool, string) {
