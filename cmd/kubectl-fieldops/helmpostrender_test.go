@@ -476,18 +476,7 @@ func testHelmPassThrough(t *testing.T) {
 // exit, the object and the error named, nothing on standard output.
 func testHelmUnreadable(t *testing.T) {
 	const user = "helm-pr-nobody"
-	u, err := controlPlane.Env.ControlPlane.AddUser(envtest.User{Name: user}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := u.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testkit.Kubeconfig(t, controlPlane, envtest.User{Name: user})
 	// May read ConfigMaps, not Deployments: the first object is read,
 	// the second is not.
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "helm-pr-new"},

@@ -9,8 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,18 +147,7 @@ func limitedKubeconfig(t *testing.T, ns string) string {
 			t.Fatal(err)
 		}
 	}
-	u, err := controlPlane.Env.ControlPlane.AddUser(envtest.User{Name: user}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := u.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testkit.Kubeconfig(t, controlPlane, envtest.User{Name: user})
 	return path
 }
 

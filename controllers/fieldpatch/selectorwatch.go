@@ -8,6 +8,7 @@ package fieldpatch
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -247,7 +248,7 @@ func (s *selectorWatches) startNamespaces() error {
 		UpdateFunc: func(old, o interface{}) {
 			a, _ := old.(*unstructured.Unstructured)
 			b, _ := o.(*unstructured.Unstructured)
-			if a == nil || b == nil || !equalLabels(a.GetLabels(), b.GetLabels()) {
+			if a == nil || b == nil || !maps.Equal(a.GetLabels(), b.GetLabels()) {
 				changed(o)
 			}
 		},
@@ -293,18 +294,6 @@ func (s *selectorWatches) namespacesSynced() bool {
 	return inf != nil && inf.HasSynced()
 }
 
-func equalLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
-}
-
 func (w *selectorWatch) isConverged(uid types.UID, version string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -314,11 +303,7 @@ func (w *selectorWatch) isConverged(uid types.UID, version string) bool {
 func (w *selectorWatch) setConverged(uid types.UID, version string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if version == "" {
-		delete(w.converged, uid)
-		return
-	}
-	w.converged[uid] = version
+	setOrDelete(w.converged, uid, version)
 }
 
 func (w *selectorWatch) setWrote(uid types.UID, rv string) {
@@ -336,11 +321,16 @@ func (w *selectorWatch) reason(uid types.UID) string {
 func (w *selectorWatch) setReason(uid types.UID, reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if reason == "" {
-		delete(w.reasons, uid)
+	setOrDelete(w.reasons, uid, reason)
+}
+
+// setOrDelete sets m[uid] to v, or deletes it when v is empty.
+func setOrDelete(m map[types.UID]string, uid types.UID, v string) {
+	if v == "" {
+		delete(m, uid)
 		return
 	}
-	w.reasons[uid] = reason
+	m[uid] = v
 }
 
 // setLeftOwn notes that the patch's own write at generation gen took the

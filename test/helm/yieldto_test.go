@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/fieldops/fieldops/test/testkit"
 )
 
 // An autoscaler writing replicas through the scale subresource (an
@@ -67,17 +69,5 @@ func TestHelmYieldToAndUnreadable(t *testing.T) {
 // nobody is a kubeconfig of a user with no rights.
 func nobody(t *testing.T) string {
 	t.Helper()
-	u, err := cluster.Env.ControlPlane.AddUser(envtest.User{Name: "helm-nobody"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := u.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testkit.Kubeconfig(t, cluster, envtest.User{Name: "helm-nobody"})
 }

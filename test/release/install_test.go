@@ -8,8 +8,6 @@ package release
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +16,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/fieldops/fieldops/internal/localcp"
 	"github.com/fieldops/fieldops/internal/served"
@@ -57,26 +53,7 @@ func TestChartInstall(t *testing.T) {
 		t.Fatalf("before the chart: fieldops kinds served %v (%v): the control plane installed them", missing, err)
 	}
 
-	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "helm-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &kubeconfig
-	ns := chartNamespace
-	flags.Namespace = &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, chartNamespace, "secret"); err != nil {
-		t.Fatal(err)
-	}
+	cfg := helmConfiguration(t, cp)
 	install := action.NewInstall(cfg)
 	install.ReleaseName = "fieldops"
 	install.Namespace = chartNamespace

@@ -20,14 +20,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fieldops/fieldops/internal/localcp"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fieldops/fieldops/internal/localcp"
 )
 
 // WriteCounter counts write requests (every method but GET) and reads
@@ -308,4 +310,23 @@ func (k Kit) SampleAccounts(t testing.TB, from, to string) {
 			t.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
+}
+
+// Kubeconfig adds user to the control plane cp and writes a kubeconfig
+// of that user into a directory of the test; it returns its path.
+func Kubeconfig(t testing.TB, cp *localcp.ControlPlane, user envtest.User) string {
+	t.Helper()
+	u, err := cp.Env.ControlPlane.AddUser(user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
