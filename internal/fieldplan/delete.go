@@ -23,6 +23,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
@@ -89,6 +90,9 @@ func (p *Planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher
 		return plan, nil
 	}
 	pp.Deletion, pp.Notes = rows, notes
+	if len(rows) > 0 {
+		pp.Writes = []patchplan.Write{patchplan.WriteGiveBack}
+	}
 	if len(rows) == 0 {
 		plan.Action, plan.Message = "Unchanged", "the patch owns no field of the target: deleting it changes nothing there"
 	}

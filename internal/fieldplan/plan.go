@@ -23,6 +23,7 @@ import (
 	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/internal/tenancy"
 	"github.com/fieldops/fieldops/internal/workloadspec"
@@ -89,6 +90,10 @@ type PatchPlan struct {
 	Notes []string `json:"notes,omitempty"`
 	// Deletion is the plan of the patch's deletion (plan --delete).
 	Deletion []DeletionFieldPlan `json:"deletion,omitempty"`
+	// Writes are the writes the controller sends, in order
+	// (patchplan.Write); the status write that ends a reconcile is not
+	// listed.
+	Writes []patchplan.Write `json:"writes,omitempty"`
 }
 
 // ObjectRef names an object.
@@ -386,8 +391,10 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 		// of its own: the apply is planned from what that write leaves.
 		opts.Live, opts.ModelOnly = given, true
 	}
+	saveFirst := d.SaveFirst()
 	res, err := p.Applier.Apply(ctx, d.Intent, opts)
 	plan, done := plan.applied(res, err)
+	pp.Writes = plannedWrites(saveFirst, d, spec, dropped, res, err)
 	if done {
 		return plan, nil
 	}
@@ -399,6 +406,25 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 		return plan, err
 	}
 	return p.planFields(plan, spec, d, ours, after, give, res), nil
+}
+
+// plannedWrites are the writes of the plan, in order.
+func plannedWrites(saveFirst bool, d *patchintent.Decision, spec *v1alpha1.FieldPatchSpec, dropped *fieldset.Set, res ownershipcore.Result, err error) []patchplan.Write {
+	var out []patchplan.Write
+	forced := patchintent.ForcedFields(res.Forced)
+	if saveFirst || err == nil && !forced.Difference(d.Ledger.Recorded).Empty() {
+		out = append(out, patchplan.WriteRecord)
+	}
+	if err == nil && !forced.Empty() && spec.DeletionPolicy == v1alpha1.DeletionPolicyRestore {
+		out = append(out, patchplan.WritePreviousValues)
+	}
+	if !dropped.Empty() {
+		out = append(out, patchplan.WriteGiveBack)
+	}
+	if err == nil && res.Wrote() {
+		out = append(out, patchplan.WriteApply)
+	}
+	return out
 }
 
 // givenBack is the target after the controller lets go of the fields that
