@@ -244,8 +244,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		return a.send(ctx, &res, intent, State{}, decided{intent: intent}, false, opts)
 	}
 	if pl := opts.Planned; pl.fits(live) {
-		res = pl.res
-		return pl.sendBefore(a.sendPlanned(ctx, &res, pl.d.intent, pl.s, pl.d, pl.dropped, pl.resolved, opts))
+		return a.sendDecided(ctx, pl, opts)
 	}
 	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
 	if err != nil {

@@ -30,7 +30,80 @@ type ApplyPlan struct {
 	// that write's answer): the apply, once sent, has written whatever it
 	// answers.
 	droppedBefore bool
+	// staged: decided (Decide) on a state the model staged, not on the
+	// object as stored (a drop Apply writes first, or the caller's
+	// prediction: ApplyOptions.ModelOnly). Such a plan is never sent as
+	// decided: Apply decides again on the object as it is then.
+	staged bool
 }
+
+// Decide decides the apply of desired by opts.FieldManager on opts.Live
+// (required: the object as the caller read it) as Apply would, and sends
+// nothing: the conflicts it meets are resolved by opts.Conflicts, asked
+// once, here. It returns the apply as decided, to send later with
+// ApplyOptions.Planned; Result says what it would do (Action Unchanged
+// or Configured; Forced, Yielded, Messages). When Apply would first
+// release fields of another manager that the intent drops (see Apply),
+// or when opts.ModelOnly says Live is the caller's prediction, the plan
+// is decided on the state the model predicts and is marked staged: Apply
+// then decides again on the object as it is (its Forced can differ, and
+// ApplyOptions.Recorded still gates them).
+//
+// Errors: a *ConflictError when the strategy fails the apply (Result
+// names the conflicts), ErrTargetGone when Live has another UID than
+// opts.UID, an intent the model refuses (ErrInvalidIntent), and the
+// strategy's own errors.
+func (a *Applier) Decide(ctx context.Context, desired *unstructured.Unstructured, opts ApplyOptions) (*ApplyPlan, error) {
+	live := opts.Live
+	if opts.FieldManager == "" || live == nil {
+		return nil, errors.New("decide: field manager and the object as read are required")
+	}
+	if opts.UID != "" && live.GetUID() != opts.UID {
+		return nil, ErrTargetGone
+	}
+	intent, err := a.cleanIntent(desired, opts.Ignore)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewState(live, a.sameFieldPaths(ctx, live, intent.GetAPIVersion()))
+	if err != nil {
+		return nil, err
+	}
+	p := &ApplyPlan{s: s, staged: opts.ModelOnly}
+	dropped := false
+	next, op, err := a.Model().BeforeApply(s, intent, opts.FieldManager)
+	switch {
+	case ignoreUnpredictable(err) != nil:
+		return nil, err
+	case err != nil:
+		p.staged = true // the drop cannot be predicted: Apply decides it
+	case Diff(s, next) != "":
+		if err := a.Model().Check(s, next, op); err != nil {
+			return nil, err
+		}
+		p.s, p.staged, dropped = next, true, true
+	}
+	p.d, err = a.decide(ctx, &p.res, p.s, intent, opts)
+	if err != nil {
+		p.res.Object = p.s.Object
+		return p, err
+	}
+	p.res.Action, p.res.Object = ActionConfigured, p.s.Object
+	if p.d.unchanged && !dropped {
+		p.res.Action = ActionUnchanged
+	}
+	return p, nil
+}
+
+// Result is what the plan's apply would do, as decided: Action
+// Unchanged or Configured (Conflicted when the strategy failed it),
+// Forced, Yielded, Failed and Messages. Object is the object it was
+// decided on.
+func (p *ApplyPlan) Result() Result { return p.res }
+
+// Staged reports that the plan was decided on a state the model staged
+// (Decide): Apply decides it again before sending.
+func (p *ApplyPlan) Staged() bool { return p.staged }
 
 // Object is the object the plan was decided on (nil: none).
 func (p *ApplyPlan) Object() *unstructured.Unstructured { return p.s.Object }
@@ -76,7 +149,7 @@ func recorded(forced []Conflict, opts ApplyOptions) bool {
 // fits reports whether the plan was decided on live as it is (same UID
 // and resourceVersion); false for a nil plan.
 func (p *ApplyPlan) fits(live *unstructured.Unstructured) bool {
-	return p != nil && p.s.Object != nil && p.s.Object.GetResourceVersion() == live.GetResourceVersion() && p.s.Object.GetUID() == live.GetUID()
+	return p != nil && !p.staged && p.s.Object != nil && p.s.Object.GetResourceVersion() == live.GetResourceVersion() && p.s.Object.GetUID() == live.GetUID()
 }
 
 // sendPlanned sends the apply decided on s (send), unless it would force
@@ -96,6 +169,17 @@ func (a *Applier) sendPlanned(ctx context.Context, res *Result, intent *unstruct
 		out.Action = ActionConfigured // the drop wrote
 	}
 	return out, err
+}
+
+// sendDecided sends the apply as pl decided it (it fits the object as
+// it is): nothing when it changes nothing.
+func (a *Applier) sendDecided(ctx context.Context, pl *ApplyPlan, opts ApplyOptions) (Result, error) {
+	res := pl.res
+	if pl.d.unchanged && !pl.dropped && !pl.droppedBefore {
+		res.Action, res.Object = ActionUnchanged, pl.s.Object // decided: nothing to send
+		return res, nil
+	}
+	return pl.sendBefore(a.sendPlanned(ctx, &res, pl.d.intent, pl.s, pl.d, pl.dropped, pl.resolved, opts))
 }
 
 // sendBefore is the answer of the plan's apply (sendPlanned's out and

@@ -49,6 +49,25 @@ type Ledger struct {
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger { return &Ledger{Recorded: fieldpath.NewSet()} }
 
+// Copy is a deep copy of l: a decision that goes on from l (a plan's
+// record after a step) leaves l as it was.
+func (l *Ledger) Copy() *Ledger {
+	out := &Ledger{Recorded: l.Recorded.Copy(), Entries: make([]LedgerEntry, len(l.Entries))}
+	for i, e := range l.Entries {
+		e.Fields, e.Shared = copySet(e.Fields), copySet(e.Shared)
+		out.Entries[i] = e
+	}
+	return out
+}
+
+// copySet copies s (nil stays nil).
+func copySet(s *fieldpath.Set) *fieldpath.Set {
+	if s == nil {
+		return nil
+	}
+	return s.Copy()
+}
+
 // Record records, for every field of intent not recorded yet, the entries
 // of owners (other than manager) that own it: call it with the live object's
 // managed fields before the first write of those fields. It reports

@@ -75,7 +75,7 @@ func TestTakeDecidedOnStaleCopyRecordsOwnerFromAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Applied(after)
+		d.Ledger = d.Applied(d.Ledger, after)
 		if err := patchintent.WriteLedger(status, d.Ledger, string(live.GetUID())); err != nil {
 			t.Fatal(err)
 		}

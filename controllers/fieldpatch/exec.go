@@ -22,6 +22,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/watch"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/metrics"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
@@ -45,70 +46,94 @@ type executor struct {
 	controller string
 }
 
-// apply applies the intent with strategy, recording forced fields first
-// (recordTakes). An outcome only the apiserver could give (a conflict
-// with an entry of another version, which the local decision leaves out)
-// is asked for once: the same intent on the same target version, for the
-// same generation, gets the same answer without a request, instead of a
+// targetWriter sends the writes of a pass's plan (patchplan.Writer):
+// the record and previous values through records, the give-back and the
+// apply through the ownership core's guarded commit (the account's
+// Applier).
+type targetWriter struct {
+	e *executor
+	p *pass
+}
+
+// writer is the patchplan.Writer of p.
+func (e *executor) writer(p *pass) patchplan.Writer { return targetWriter{e, p} }
+
+func (w targetWriter) SaveRecord(ctx context.Context, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+	return w.e.records.saveRecord(ctx, w.p, owners, present, change)
+}
+
+func (w targetWriter) SavePreviousValues(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) error {
+	return w.e.records.savePreviousValues(ctx, w.p, decidedOn, forced)
+}
+
+// LetGo lets go of the fields that left the patch (Decision.GiveBack: as
+// deletion would let go of them, values stay), in one write guarded by
+// the target's resourceVersion.
+func (w targetWriter) LetGo(ctx context.Context, live *unstructured.Unstructured, give ownershipcore.LetGo) (ownershipcore.Result, ownershipcore.Outcome, error) {
+	target := w.p.ref.DeepCopy()
+	target.SetUID(live.GetUID())
+	return w.p.applier.LetGo(ctx, target, live, w.p.manager, give)
+}
+
+// RecordTakes records the owners of fields the apply forces that the
+// plan did not foresee: their previous values, then their owners
+// (recordTakes).
+func (w targetWriter) RecordTakes(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
+	if err := w.e.records.savePreviousValues(ctx, w.p, decidedOn, forced); err != nil {
+		return nil, err
+	}
+	return w.e.records.recordTakes(ctx, w.p, forced)
+}
+
+// StoredRecord is the record as the apiserver holds it, when the cached
+// patch the plan was made from is behind it (refreshRecord).
+func (w targetWriter) StoredRecord(ctx context.Context) (*ownershipcore.Ledger, bool) {
+	if !w.e.records.refreshRecord(ctx, w.p.unit) {
+		return nil, false
+	}
+	l, err := patchintent.ReadLedger(w.p.st, w.p.uid())
+	return l, err == nil
+}
+
+// Apply applies the intent through the target watches (writeTarget). An
+// outcome only the apiserver could give (a conflict with an entry of
+// another version, which the local decision leaves out) is asked for
+// once: the same intent on the same target version, for the same
+// generation, gets the same answer without a request, instead of a
 // refused apply (Fail) or a refused apply and an empty one (Yield) on
 // every reconcile.
-func (e *executor) apply(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
+func (w targetWriter) Apply(ctx context.Context, intent *unstructured.Unstructured, opts ownershipcore.ApplyOptions) (ownershipcore.Result, error) {
+	e, p := w.e, w.p
 	key := e.outcomeKey(p.unit)
-	seen := outcome{rv: p.current.GetResourceVersion(), gen: p.gen()}
+	seen := outcome{rv: opts.Live.GetResourceVersion(), gen: p.gen()}
 	// The intent is encoded only to compare with or keep an outcome, not
 	// on every reconcile.
 	if v, ok := e.outcomes.Load(key); ok {
-		if last := v.(outcome); last.rv == seen.rv && last.gen == seen.gen && last.intent == intentKey(p.d.Intent) {
-			p.res = last.res
-			return last.err
+		if last := v.(outcome); last.rv == seen.rv && last.gen == seen.gen && last.intent == intentKey(intent) {
+			return last.res, last.err
 		}
 		e.outcomes.Delete(key)
 	}
-	err := e.applyRecorded(ctx, p, strategy)
+	var res ownershipcore.Result
+	var err error
+	e.writeTarget(p, func() *unstructured.Unstructured {
+		res, err = p.applier.Apply(ctx, intent, opts)
+		var first *ownershipcore.RecordFirstError
+		switch {
+		case err == nil && res.Wrote():
+			return res.Object // its watch event is our own write
+		case errors.As(err, &first) && first.Plan.Wrote():
+			return first.Object // the decision's own write
+		}
+		return nil
+	})
 	var refused *ownershipcore.ConflictError
-	answered := errors.As(err, &refused) || err == nil && !p.res.Wrote() && (len(p.res.Yielded) > 0 || len(p.res.Forced) > 0)
+	answered := errors.As(err, &refused) || err == nil && !res.Wrote() && (len(res.Yielded) > 0 || len(res.Forced) > 0)
 	if answered && p.spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		seen.intent, seen.res, seen.err = intentKey(p.d.Intent), p.res, err
+		seen.intent, seen.res, seen.err = intentKey(intent), res, err
 		e.outcomes.Store(key, seen)
 	}
-	return err
-}
-
-// applyRecorded applies the intent with strategy, the record first: the
-// core forces no field the record does not hold
-// (ApplyOptions.Recorded); when the apply would, it answers with the
-// apply as decided (*ownershipcore.RecordFirstError), whose forced
-// fields are recorded (savePreviousValues, recordTakes) before that
-// decision is sent as it is (ApplyOptions.Planned: the conflict strategy,
-// a plugin's too, is asked once, before any write).
-func (e *executor) applyRecorded(ctx context.Context, p *pass, strategy ownershipcore.ConflictStrategy) error {
-	opts := ownershipcore.ApplyOptions{FieldManager: p.manager, Conflicts: strategy, UID: p.live.GetUID(), Live: p.current, Recorded: fieldset.NewSet()}
-	for attempt := 1; ; attempt++ {
-		var err error
-		e.writeTarget(p, func() *unstructured.Unstructured {
-			p.res, err = p.applier.Apply(ctx, p.d.Intent, opts)
-			var first *ownershipcore.RecordFirstError
-			switch {
-			case err == nil && p.res.Wrote():
-				return p.res.Object // its watch event is our own write
-			case errors.As(err, &first) && first.Plan.Wrote():
-				return first.Object // the decision's own write
-			}
-			return nil
-		})
-		var first *ownershipcore.RecordFirstError
-		if !errors.As(err, &first) || attempt == applyAttempts {
-			return err
-		}
-		if err := e.records.savePreviousValues(ctx, p, first.Object, first.Forced); err != nil {
-			return err
-		}
-		if err := e.records.recordTakes(ctx, p, first.Forced); err != nil {
-			return err
-		}
-		opts.Recorded = opts.Recorded.Union(patchintent.ForcedFields(first.Forced))
-		opts.Planned, opts.Live = first.Plan, first.Object
-	}
+	return res, err
 }
 
 // forgetOutcomes forgets the outcomes of the patch key: its own, and
@@ -150,33 +175,20 @@ func (e *executor) writeTarget(p *pass, write func() *unstructured.Unstructured)
 	e.watches.Write(p.obj, p.live, write)
 }
 
-// giveBackDropped lets go of the fields that left the patch before the
-// apply (Decision.GiveBack: as deletion would let go of them, values
-// stay), in one write guarded by the target's resourceVersion, and
-// forgets them. It returns the object that write left, or the target as
-// read when nothing was sent.
-func (e *executor) giveBackDropped(ctx context.Context, p *pass) (*unstructured.Unstructured, error) {
-	give, dropped := p.d.GiveBack()
-	if dropped.Empty() {
-		return p.live, nil
+// gaveBackEvent reports the give-back of the fields that left the patch
+// (out: what it did; nothing when it changed nothing).
+func (e *executor) gaveBackEvent(p *pass, out ownershipcore.Outcome) {
+	given := fieldset.NewSet()
+	if out.Moved != nil {
+		given = given.Union(out.Moved)
 	}
-	target := p.ref.DeepCopy()
-	target.SetUID(p.live.GetUID())
-	var err error
-	if give.Restore, err = e.records.readPreviousValues(ctx, p.applier, p.unit, p.uid()); err != nil {
-		return nil, err
+	if out.Released != nil {
+		given = given.Union(out.Released)
 	}
-	res, out, err := p.applier.LetGo(ctx, target, p.live, p.manager, give)
-	if err != nil {
-		return nil, err
+	if given.Empty() {
+		return
 	}
-	p.d.GaveBack(dropped)
-	if res.Action == ownershipcore.ActionUnchanged || res.Object == nil {
-		return p.live, nil
-	}
-	given := out.Moved.Union(out.Released)
 	p.event(corev1.EventTypeNormal, ReasonHandedBack, "%d fields left the patch and were given back (%s%s): %s", len(patchintent.Leaves(given)), policyOrDefault(p.spec.DeletionPolicy), restoredNote(out), strings.Join(firstN(patchintent.Leaves(given), 5), ", "))
-	return res.Object, nil
 }
 
 // giveBack runs the deletion policy on the target ref (which carries the
@@ -210,38 +222,59 @@ func (e *executor) giveBack(ctx context.Context, applier *ownershipcore.Applier,
 			return nil // replaced: the object we wrote to is gone
 		}
 	}
-	owners, present, err := e.records.observeTarget(live)
-	if err != nil {
-		return err
-	}
 	if !ownershipcore.HasManager(live, manager) {
 		return nil
 	}
-	// Our Apply entry's fields; none when only another entry of ours is
-	// left (an Update entry the apiserver recorded for a removed field it
-	// defaulted again, after an interrupted let-go): the policy's LetGo
-	// still removes every entry of ours.
-	oursFields := fieldset.NewSet()
-	if ours := owners.Applied(manager); ours != nil {
-		oursFields = ours.Fields
-	}
-	ledger, err := patchintent.ReadLedger(st, st.TargetUID)
+	plan, err := patchplan.MakeDeletion(ctx, applier, patchplan.DeletionInput{Policy: policy, Status: st, Live: live, Manager: manager,
+		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return e.records.readPreviousValues(ctx, applier, u, st.TargetUID)
+		}})
 	if err != nil {
 		return err
 	}
-	ledger.Follow(owners, present, manager)
-	g := patchintent.DeletionLetGo(policy, ledger, owners, oursFields, manager)
-	if g.Restore, err = e.records.readPreviousValues(ctx, applier, u, st.TargetUID); err != nil {
-		return err
-	}
-	_, out, err := applier.LetGo(ctx, ref, live, manager, g)
+	out, err := patchplan.Execute(ctx, plan, letGoWriter{applier: applier, ref: ref, manager: manager})
 	if err != nil {
-		return err
+		return errors.Unwrap(err)
 	}
+	g := plan.GiveBack
 	e.reportChangedSince(u, applier, live, manager, g.Restore)
-	e.reportGiveBack(u, policy, ref, manager, out)
+	e.reportGiveBack(u, policy, ref, manager, out.GaveBack)
 	return nil
 }
+
+// letGoWriter sends a deletion's plan (patchplan.MakeDeletion): its one
+// write, the give-back to the target ref (which carries the recorded
+// UID). A deletion saves no record and applies nothing: the other writes
+// of a patchplan.Writer are errors.
+type letGoWriter struct {
+	applier *ownershipcore.Applier
+	ref     *unstructured.Unstructured
+	manager string
+}
+
+var errNotDeletion = errors.New("a deletion's plan sends its give-back only")
+
+func (w letGoWriter) LetGo(ctx context.Context, live *unstructured.Unstructured, give ownershipcore.LetGo) (ownershipcore.Result, ownershipcore.Outcome, error) {
+	return w.applier.LetGo(ctx, w.ref, live, w.manager, give)
+}
+
+func (letGoWriter) SaveRecord(context.Context, ownershipcore.ManagedFields, *fieldset.Set, func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+	return nil, errNotDeletion
+}
+
+func (letGoWriter) SavePreviousValues(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) error {
+	return errNotDeletion
+}
+
+func (letGoWriter) Apply(context.Context, *unstructured.Unstructured, ownershipcore.ApplyOptions) (ownershipcore.Result, error) {
+	return ownershipcore.Result{}, errNotDeletion
+}
+
+func (letGoWriter) RecordTakes(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
+	return nil, errNotDeletion
+}
+
+func (letGoWriter) StoredRecord(context.Context) (*ownershipcore.Ledger, bool) { return nil, false }
 
 // reportGiveBack counts a deletion's steps and emits one event for them:
 // HandedBack when fields went back to their previous owners, else

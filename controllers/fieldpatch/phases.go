@@ -20,6 +20,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
 )
@@ -33,9 +34,12 @@ type pass struct {
 	ref, live *unstructured.Unstructured
 	applier   *ownershipcore.Applier
 	account   tenant.Account
-	// d is the decision: the intent, the target's owners as read and the
-	// record of previous owners (patchintent.Decide).
-	d *patchintent.Decision
+	// plan is the reconcile's plan (patchplan.Make), d its decision: the
+	// intent, the target's owners as read and the record of previous
+	// owners; out what executing it did (patchplan.Execute).
+	plan *patchplan.Plan
+	d    *patchintent.Decision
+	out  patchplan.Outcome
 	// ignoreFailure is this reconcile's failure of an ignorable-paths
 	// plugin (PluginFailure: pluginCondition, strategy).
 	ignoreFailure string

@@ -8,6 +8,7 @@ package fieldpatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/targetcache"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
@@ -53,10 +55,11 @@ func (s *records) newObject() v1alpha1.Patcher { return newPatch(s.Cluster) }
 // writes are the controller's own writes of its objects.
 func (s *records) writes() *skeleton.Writes { return s.Writes }
 
-// recordTakes records, before an apply forces fields from other
-// managers (the core answers such an apply with a RecordFirstError and
-// sends it only once the forced fields are in ApplyOptions.Recorded),
-// who owned them: the forced write
+// recordTakes records, before an apply forces fields from other managers
+// that its plan did not foresee (the core answers such an apply with a
+// RecordFirstError and sends it only once the forced fields are in
+// ApplyOptions.Recorded; patchplan.Execute asks for it), who owned them
+// (patchplan.ForcedRecord), and returns that change to the record: the forced write
 // removes those owners from the target's managed fields, so the record
 // must reach the apiserver first, or a crash after the write would lose
 // who to hand the fields back to. A field recorded at an earlier take
@@ -76,8 +79,7 @@ func (s *records) writes() *skeleton.Writes { return s.Writes }
 //
 // Nothing is written when the stored record already has every forced
 // field and shares none of them.
-func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) error {
-	fields := patchintent.ForcedFields(forced)
+func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
 	owners, present := p.d.Owners, p.d.Present
 	stale := false
 	for _, c := range forced {
@@ -89,64 +91,41 @@ func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipco
 	if stale {
 		live, err := p.applier.GetFresh(ctx, p.ref)
 		if err != nil {
-			return fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), err)
+			return nil, fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), err)
 		}
 		if live == nil || string(live.GetUID()) != uid {
-			return fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), ownershipcore.ErrTargetGone)
+			return nil, fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), ownershipcore.ErrTargetGone)
 		}
 		if owners, present, err = s.observeTarget(live); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := s.comparableOwners(ctx, p, owners, fields); err != nil {
-		return err
+	record, unread, err := patchplan.ForcedRecord(ctx, p.applier, p.applier.GetFresh, owners, forced, p.manager, p.live)
+	s.reportUnread(p, unread)
+	if errors.As(err, new(*patchintent.ForceRefusedError)) {
+		// Terminal: a change of the patch or of the target reconciles it
+		// again.
+		return nil, skeleton.Terminal(ReasonConflict, "%v", err)
 	}
-	chains, err := s.patchRecords(ctx, p, owners, fields)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	record := func(l *ownershipcore.Ledger) bool {
-		return patchintent.RecordForced(l, owners, fields, p.manager, chains...)
-	}
-	// The reconcile's own ledger (with what it did since it read the
-	// status) takes the same record.
-	record(p.d.Ledger)
+	// The reconcile's own record (with what it did since it read the
+	// status) takes the same change (patchplan.Execute).
 	_, err = s.saveRecord(ctx, p, owners, present, record)
-	return err
+	return record, err
 }
 
-// patchRecords reads, with the rights of the patch's account, the
-// records of the FieldPatches and ClusterFieldPatches among the owners of
-// fields (the fields an apply is about to force), for Ledger.Inherit
-// (patchintent.InheritedRecords, which kubectl fieldops plan calls too).
-// A patch whose account may not read such a record (a tenant, and a
-// ClusterFieldPatch) inherits nothing and says so in a Forbidden event:
-// the fields taken from it stay without an owner if it leaves first.
-func (s *records) patchRecords(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) ([]patchintent.Inherited, error) {
-	out, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, owners, fields, p.manager, p.uid())
+// reportUnread reports each record of a fieldops patch the account may
+// not read in a Forbidden event: the fields taken from that patch stay
+// without an owner if it leaves first.
+func (s *records) reportUnread(p *pass, unread []patchintent.Unread) {
 	for _, u := range unread {
 		p.event(corev1.EventTypeWarning, ReasonForbidden, "%s", notes.Condition(fmt.Sprintf(
 			"cannot read the previous owners recorded by %s, from which this patch takes %s (%s); if %s leaves %s %s before this patch, those fields stay there without an owner at this patch's deletion",
 			u.Patch, strings.Join(firstN(patchintent.Leaves(u.Fields), 5), ", "), redact.Message(tenant.Explain(p.account, u.Err)),
 			u.Patch, p.ref.GetKind(), objectName(p.ref))))
 	}
-	return out, err
-}
-
-// comparableOwners refuses to take fields from an entry whose field paths
-// may not be ours (patchintent.CheckForce: an entry of another version of
-// a kind whose conversion may rename or move fields). The FieldPatch
-// stops with reason Conflict instead (terminal: a change of the patch or
-// of the target reconciles it again).
-func (s *records) comparableOwners(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, fields *fieldset.Set) error {
-	gvk := p.ref.GroupVersionKind()
-	err := patchintent.CheckForce(owners, fields, p.manager, gvk.Kind, func(versions ...string) bool {
-		return p.applier.SameFieldPaths(ctx, gvk, versions...)
-	})
-	if err != nil {
-		return skeleton.Terminal(ReasonConflict, "%v", err)
-	}
-	return nil
 }
 
 // saveRecord writes the record of previous owners before a write to the

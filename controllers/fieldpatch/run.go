@@ -26,6 +26,7 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
 	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 	"github.com/fieldops/fieldops/plugins/host"
@@ -44,51 +45,54 @@ type runner struct {
 	exec     *executor
 }
 
-// phaseIntent decides the reconcile (patchintent.Decide): the intent and
-// its field set, and the record of previous owners followed to the
-// target as read.
-func (n *runner) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error) {
+// phasePlan makes the reconcile's plan (patchplan.Make): the intent and
+// the record of previous owners followed to the target as read, the
+// fields that left the patch to give back, and the apply as the
+// ownership core decides it with the patch's conflict strategy (a
+// plugin is asked here, before any write).
+func (n *runner) phasePlan(ctx context.Context, p *pass) (skeleton.Step, error) {
 	var err error
-	p.d, p.ignoreFailure, err = n.decide(ctx, p.unit, p.live, p.manager)
-	if err != nil && p.spec.Type == v1alpha1.PatchTypeJSON && n.records.refreshRecord(ctx, p.unit) {
+	p.plan, p.ignoreFailure, err = n.makePlan(ctx, p)
+	var invalid *skeleton.ReasonError
+	if errors.As(err, &invalid) && invalid.Reason == ReasonInvalidPatch && p.spec.Type == v1alpha1.PatchTypeJSON && n.records.refreshRecord(ctx, p.unit) {
 		// A JSON patch's test ops are judged with the record of the fields
 		// the patch took; a cached FieldPatch may lag behind our own last
 		// status write, so judge again with the apiserver's.
-		p.d, p.ignoreFailure, err = n.decide(ctx, p.unit, p.live, p.manager)
+		p.plan, p.ignoreFailure, err = n.makePlan(ctx, p)
 	}
 	pluginCondition(p.unit, p.ignoreFailure)
-	if err != nil {
-		return fail(p.unit, err)
+	switch {
+	case errors.Is(err, ownershipcore.ErrTargetGone):
+		return n.targetMissing(p.unit, p.ref)
+	case err != nil:
+		return fail(p.unit, tenant.Explain(p.account, err))
 	}
+	p.d = p.plan.Decision
+	n.records.reportUnread(p, p.plan.Unread)
 	return skeleton.Next(), nil
 }
 
-// phaseRecord saves the record first when the apply would destroy what
-// it follows from, and gives back the fields that left the patch.
-// Previous owners are recorded when the patch takes fields, not before: a
-// field it yields or fails on is not its own, and its owners then are
-// none of its business (recordTakes, phaseApplied).
-func (n *runner) phaseRecord(ctx context.Context, p *pass) (skeleton.Step, error) {
-	if p.d.SaveFirst() {
-		// The reconcile goes on from the record as saved: it follows from
-		// the FieldPatch read fresh, and a cached copy behind it (a lost
-		// answer to our own write) may show an owner sharing a field it
-		// has since lost to us, which is no letting go.
-		saved, err := n.records.saveRecord(ctx, p, p.d.Owners, p.d.Present, nil)
-		if errors.Is(err, errRecordFirst) {
-			return skeleton.Stop(ctrl.Result{}), nil
-		}
-		if err != nil {
-			return fail(p.unit, err)
-		}
-		p.d.Ledger = saved
+// phaseExecute runs the plan (patchplan.Execute): the record first when
+// the apply would destroy what it follows from or forces fields, the
+// give-back of the fields that left the patch, then the apply. Previous
+// owners of fields taken without force are recorded after the apply
+// (phaseApplied): a field the patch yields or fails on is not its own,
+// and its owners then are none of its business.
+func (n *runner) phaseExecute(ctx context.Context, p *pass) (skeleton.Step, error) {
+	out, err := patchplan.Execute(ctx, p.plan, n.exec.writer(p))
+	p.out, p.res, p.current = out, out.Result, p.live
+	if out.Given != nil {
+		p.current = out.Given
 	}
-	var err error
-	p.current, err = n.exec.giveBackDropped(ctx, p)
-	if err != nil {
-		return fail(p.unit, tenant.Explain(p.account, err))
+	n.exec.gaveBackEvent(p, out.GaveBack)
+	var step *patchplan.StepError
+	switch {
+	case errors.Is(err, errRecordFirst):
+		return skeleton.Stop(ctrl.Result{}), nil // a selector patch saves it, then applies
+	case errors.As(err, &step) && step.Write != patchplan.WriteApply:
+		return fail(p.unit, tenant.Explain(p.account, step.Err))
 	}
-	return skeleton.Next(), nil
+	return n.applied(ctx, p, tenant.Explain(p.account, err))
 }
 
 // phaseDrift looks for drift on our fields caused by another manager
@@ -123,17 +127,10 @@ func (n *runner) phaseDrift(_ context.Context, p *pass) (skeleton.Step, error) {
 	return skeleton.Stop(ctrl.Result{RequeueAfter: requeue}), patchintent.WriteLedger(st, p.d.Ledger, p.uid())
 }
 
-// phaseApply applies the intent with the patch's conflict strategy.
-func (n *runner) phaseApply(ctx context.Context, p *pass) (skeleton.Step, error) {
+// applied reports the apply's answer (err): a conflict, a target gone,
+// an intent refused, or an apply done.
+func (n *runner) applied(ctx context.Context, p *pass, err error) (skeleton.Step, error) {
 	st, gen := p.st, p.gen()
-	strategy, err := n.strategy(p.unit, p.ignoreFailure)
-	if err != nil {
-		return fail(p.unit, err)
-	}
-	err = tenant.Explain(p.account, n.exec.apply(ctx, p, strategy))
-	if errors.Is(err, errRecordFirst) {
-		return skeleton.Stop(ctrl.Result{}), nil // a selector patch saves it, then applies
-	}
 	n.exec.observe(p.ref.GetKind(), p.res, err, p.drifter)
 	var conflictErr *ownershipcore.ConflictError
 	switch {
@@ -141,7 +138,11 @@ func (n *runner) phaseApply(ctx context.Context, p *pass) (skeleton.Step, error)
 		msg := describeConflicts(conflictErr.Conflicts)
 		setStalled(st, gen, ReasonConflict, notes.Condition(msg))
 		p.event(corev1.EventTypeWarning, ReasonConflict, "%s", msg)
-		return skeleton.Stop(ctrl.Result{}), patchintent.WriteLedger(st, p.d.Ledger, p.uid())
+		return skeleton.Stop(ctrl.Result{}), patchintent.WriteLedger(st, p.out.Record, p.uid())
+	case errors.As(err, new(*patchintent.ForceRefusedError)):
+		// Owners whose entries are in another version: terminal, a change
+		// of the patch or of the target reconciles it again.
+		return fail(p.unit, skeleton.Terminal(ReasonConflict, "%v", err))
 	case errors.Is(err, ownershipcore.ErrTargetGone):
 		return n.targetMissing(p.unit, p.ref)
 	case errors.Is(err, ownershipcore.ErrUnknownKind):
@@ -176,26 +177,14 @@ func (n *runner) phaseApplied(ctx context.Context, p *pass) (skeleton.Step, erro
 		if after, err = ownershipcore.Owners(p.res.Object); err != nil {
 			return fail(p.unit, err)
 		}
-		// The fields this apply took without force are recorded now, with
-		// the owners its answer shows (patchintent.Decision.Applied: the
-		// copy it was decided on may be behind the apiserver): nobody was
-		// displaced, so a crash before this status write loses nothing (no
-		// write before the apply): the next reconcile records them the
-		// same way, as fields the patch holds with no record. Forced ones
-		// were recorded before the apply.
-		if before := p.d.Owners.Applied(p.manager); before != nil && !p.d.Taken(after).Intersection(before.Fields).Empty() && n.records.refreshRecord(ctx, p.unit) {
-			// Held before this apply with no record: a lost status write,
-			// or a cached FieldPatch behind the apiserver's. The latter
-			// has the record; continue from it.
-			l, err := patchintent.ReadLedger(p.st, p.uid())
-			if err != nil {
-				return fail(p.unit, err)
-			}
-			p.d.Rebase(l)
-		}
-		p.d.Applied(after)
 	}
-	if err := patchintent.WriteLedger(st, p.d.Ledger, p.uid()); err != nil {
+	// The fields this apply took without force are in the record now,
+	// with the owners its answer shows (patchplan.Execute,
+	// Decision.Applied): nobody was displaced, so a crash before this
+	// status write loses nothing (no write before the apply): the next
+	// reconcile records them the same way, as fields the patch holds with
+	// no record. Forced ones were recorded before the apply.
+	if err := patchintent.WriteLedger(st, p.out.Record, p.uid()); err != nil {
 		return fail(p.unit, err)
 	}
 	reportFields(st, after, p.manager)
@@ -291,13 +280,13 @@ func (n *runner) contested(u *unit, manager, msg string, now time.Time) time.Dur
 	return 0
 }
 
-// decide decides the reconcile (patchintent.Decide) with the intent
-// built for the patch type, without ignorePaths and the paths the
-// ignorable-paths plugins name. ignoreFailure is the failure of such a
-// plugin, if one failed (its event is recorded here; pluginCondition
-// reports it).
-func (n *runner) decide(ctx context.Context, u *unit, live *unstructured.Unstructured, manager string) (_ *patchintent.Decision, ignoreFailure string, _ error) {
-	spec := u.spec
+// makePlan makes the plan (patchplan.Make) with the intent built for the
+// patch type, without ignorePaths and the paths the ignorable-paths
+// plugins name, and the patch's conflict strategy. ignoreFailure is the
+// failure of such a plugin, if one failed (its event is recorded here;
+// pluginCondition reports it).
+func (n *runner) makePlan(ctx context.Context, p *pass) (_ *patchplan.Plan, ignoreFailure string, _ error) {
+	u, spec, live := p.unit, p.spec, p.live
 	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
 	if err != nil {
 		return nil, "", skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
@@ -310,7 +299,17 @@ func (n *runner) decide(ctx context.Context, u *unit, live *unstructured.Unstruc
 		ignoreFailure = fmt.Sprintf("%v; no extra paths ignored", f)
 		u.event(corev1.EventTypeWarning, ReasonPluginFailed, "%s", ignoreFailure)
 	}
-	d, err := patchintent.Decide(n.Applier, patchintent.Input{Spec: spec, Status: u.st, Live: live, Manager: manager, Ignore: ignore.Union(extra)})
+	strategy, err := n.strategy(u, ignoreFailure)
+	if err != nil {
+		return nil, ignoreFailure, err
+	}
+	plan, err := patchplan.Make(ctx, p.applier, patchplan.Input{
+		Spec: spec, Status: u.st, Live: live, Manager: p.manager, Ignore: ignore.Union(extra), Strategy: strategy,
+		Records: p.applier.GetFresh,
+		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return n.records.readPreviousValues(ctx, p.applier, u, p.uid())
+		},
+	})
 	var invalid *patchintent.InvalidError
 	switch {
 	case errors.As(err, &invalid):
@@ -320,7 +319,7 @@ func (n *runner) decide(ctx context.Context, u *unit, live *unstructured.Unstruc
 	case err != nil:
 		return nil, ignoreFailure, err
 	}
-	return d, ignoreFailure, nil
+	return plan, ignoreFailure, nil
 }
 
 // drifter reports drift on fields (intent fields this patch wrote
@@ -386,10 +385,9 @@ func (n *runner) strategy(u *unit, ignoreFailure string) (ownershipcore.Conflict
 // phases are the single-target phases a unit runs.
 func (n *runner) phases() []skeleton.Phase[*pass] {
 	return []skeleton.Phase[*pass]{
-		{Name: "intent", Run: n.phaseIntent},
-		{Name: "record", Run: n.phaseRecord},
+		{Name: "plan", Run: n.phasePlan},
 		{Name: "drift", Run: n.phaseDrift},
-		{Name: "apply", Run: n.phaseApply},
+		{Name: "execute", Run: n.phaseExecute},
 		{Name: "applied", Run: n.phaseApplied},
 		{Name: "report", Run: n.phaseReport},
 	}

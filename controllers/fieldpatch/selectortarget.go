@@ -203,36 +203,9 @@ func saveTargetRecord(p *pass, owners ownershipcore.ManagedFields, present *fiel
 	if err := patchintent.WriteLedger(next, l, uid); err != nil {
 		return nil, err
 	}
-	if sameLedger(stored, next, uid) {
+	if patchintent.SameLedger(stored, next, uid) {
 		return l, nil
 	}
 	sh.pending = next
 	return nil, errRecordFirst
-}
-
-// sameLedger reports whether two statuses hold the same record of
-// previous owners for the target with uid (decoded: the encoding of a
-// field set may differ in key order).
-func sameLedger(a, b *v1alpha1.FieldPatchStatus, uid string) bool {
-	la, err := patchintent.ReadLedger(a, uid)
-	if err != nil {
-		return false
-	}
-	lb, err := patchintent.ReadLedger(b, uid)
-	if err != nil {
-		return false
-	}
-	if a.TargetUID != b.TargetUID && (len(la.Entries) > 0 || !la.Recorded.Empty()) {
-		return false
-	}
-	if !la.Recorded.Equals(lb.Recorded) || len(la.Entries) != len(lb.Entries) {
-		return false
-	}
-	for i := range la.Entries {
-		ea, eb := la.Entries[i], lb.Entries[i]
-		if ea.ManagerKey != eb.ManagerKey || ea.Via != eb.Via || !ea.Fields.Equals(eb.Fields) || !ea.Shared.Equals(eb.Shared) {
-			return false
-		}
-	}
-	return true
 }

@@ -126,41 +126,33 @@ func (p *Planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 	if ours == nil {
 		return nil, nil, nil
 	}
-	present, err := p.Applier.FieldSet(live)
-	if err != nil {
-		return nil, nil, err
-	}
-	ledger, err := patchintent.ReadLedger(obj.PatchStatus(), string(live.GetUID()))
-	if err != nil {
-		return nil, nil, err
-	}
-	ledger.Follow(owners, present, manager)
 	policy := obj.PatchSpec().DeletionPolicy
-	g := patchintent.DeletionLetGo(policy, ledger, owners, ours.Fields, manager)
 	var notes []string
-	if policy == v1alpha1.DeletionPolicyRestore {
-		var note string
-		g.Restore, note = p.previousValues(ctx, obj, cluster, string(live.GetUID()))
-		if note != "" {
-			notes = append(notes, note)
-		}
+	// The controller's own plan of the deletion (patchplan.MakeDeletion),
+	// run by the same executor with the model's give-back (dryRun).
+	plan, err := patchplan.MakeDeletion(ctx, p.Applier, patchplan.DeletionInput{Policy: policy, Status: obj.PatchStatus(), Live: live, Manager: manager,
+		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
+			values, note := p.previousValues(ctx, obj, cluster, string(live.GetUID()))
+			if note != "" {
+				notes = append(notes, note)
+			}
+			return values, nil
+		}})
+	if err != nil {
+		return nil, nil, err
 	}
-	m := p.Applier.Model()
+	w := &dryRun{applier: p.Applier, manager: manager, live: live}
+	res, err := patchplan.Execute(ctx, plan, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	notes = append(notes, w.notes...)
+	g, out, m := plan.GiveBack, res.GaveBack, p.Applier.Model()
 	s, err := ownershipcore.NewState(live, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	next, out, err := m.LetGo(s, manager, g)
-	if err != nil && g.Relinquish {
-		// As the controller does when the removals cannot be made: the
-		// fields the patch owns alone stay, without an owner.
-		notes = append(notes, "the fields the patch added cannot be removed ("+redact.Message(err)+"): they would stay without an owner")
-		g.Relinquish = false
-		next, out, err = m.LetGo(s, manager, g)
-		if e := next.Owners.Applied(manager); e != nil {
-			out.Kept, out.Why = e.Fields, "the removals cannot be made"
-		}
-	}
+	next, err := ownershipcore.NewState(res.Given, true)
 	if err != nil {
 		return nil, nil, err
 	}

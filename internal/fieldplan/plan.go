@@ -378,90 +378,153 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	if err != nil {
 		return plan.invalid(fmt.Errorf("ignorePaths: %w", err)), nil
 	}
-	d, err := patchintent.Decide(p.Applier, patchintent.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore})
+	// The controller's own plan (patchplan.Make), run by the same
+	// executor with dry runs (dryRun).
+	made, err := patchplan.Make(ctx, p.Applier, patchplan.Input{
+		Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore, Strategy: strategy, Records: p.Applier.GetFresh,
+		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
+			values, _ := p.previousValues(ctx, obj, cluster, string(live.GetUID()))
+			return values, nil
+		},
+	})
 	if err != nil {
 		return plan.invalid(err), nil
 	}
-	ours := d.Owners.Applied(manager)
-	give, dropped := d.GiveBack()
-	d.GaveBack(dropped)
-	opts := ownershipcore.ApplyOptions{FieldManager: manager, Conflicts: strategy, UID: live.GetUID(), DryRun: true}
-	if given := p.givenBack(ctx, obj, cluster, live, manager, give, dropped); given != nil {
-		// The controller lets go of the dropped fields first, in a write
-		// of its own: the apply is planned from what that write leaves.
-		opts.Live, opts.ModelOnly = given, true
+	w := &dryRun{applier: p.Applier, manager: manager, live: live, owners: made.Decision.Owners, record: made.Decision.Ledger}
+	out, err := patchplan.Execute(ctx, made, w)
+	pp.Writes = out.Sent
+	for _, u := range append(made.Unread, w.unread...) {
+		pp.Notes = append(pp.Notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown, and the controller, which cannot read them either, leaves those fields without an owner if %s leaves first", u.Patch, redact.Message(u.Err), strings.Join(patchintent.Leaves(u.Fields), ", "), u.Patch))
 	}
-	saveFirst := d.SaveFirst()
-	res, err := p.Applier.Apply(ctx, d.Intent, opts)
-	plan, done := plan.applied(res, err)
-	pp.Writes = plannedWrites(saveFirst, d, spec, dropped, res, err)
+	plan, done := plan.applied(out.Result, err)
 	if done {
 		return plan, nil
 	}
-	if res.Predicted {
+	if out.Result.Predicted {
 		pp.Notes = append(pp.Notes, "the apply follows a write of fieldops that a dry run cannot stage (fields the patch no longer sets are let go of first): its outcome is the ownership core's prediction, and admission of it was not asked")
 	}
-	after, err := p.planRecord(ctx, &plan, d, live, res)
-	if err != nil || plan.Reason != "" {
+	after, err := p.planRecord(&plan, made, out)
+	if err != nil {
 		return plan, err
 	}
-	return p.planFields(plan, spec, d, ours, after, give, res), nil
+	d := made.Decision
+	return p.planFields(plan, spec, d, out.Record, d.Owners.Applied(manager), after, made.GiveBack, out.Result), nil
 }
 
-// plannedWrites are the writes of the plan, in order.
-func plannedWrites(saveFirst bool, d *patchintent.Decision, spec *v1alpha1.FieldPatchSpec, dropped *fieldset.Set, res ownershipcore.Result, err error) []patchplan.Write {
-	var out []patchplan.Write
-	forced := patchintent.ForcedFields(res.Forced)
-	if saveFirst || err == nil && !forced.Difference(d.Ledger.Recorded).Empty() {
-		out = append(out, patchplan.WriteRecord)
-	}
-	if err == nil && !forced.Empty() && spec.DeletionPolicy == v1alpha1.DeletionPolicyRestore {
-		out = append(out, patchplan.WritePreviousValues)
-	}
-	if !dropped.Empty() {
-		out = append(out, patchplan.WriteGiveBack)
-	}
-	if err == nil && res.Wrote() {
-		out = append(out, patchplan.WriteApply)
-	}
-	return out
+// dryRun is kubectl fieldops plan's patchplan.Writer: the writes of the
+// controller's plan as dry runs, nothing stored. The record is the
+// plan's; the give-back is the model's (a dry run cannot stage it:
+// Applier.LetGo writes a JSON patch); the apply is sent with
+// dryRun=All, or predicted by the model after a give-back (ModelOnly).
+type dryRun struct {
+	applier *ownershipcore.Applier
+	manager string
+	// live is the target as read, owners its managed fields; record the
+	// record as read, followed to it (Decision.Ledger).
+	live   *unstructured.Unstructured
+	owners ownershipcore.ManagedFields
+	record *ownershipcore.Ledger
+	// answer is a dry run's answer that forced fields outside the
+	// record; unread the records RecordTakes could not read.
+	answer *ownershipcore.Result
+	unread []patchintent.Unread
+	// notes are what the give-back could not do as asked.
+	notes []string
 }
 
-// givenBack is the target after the controller lets go of the fields that
-// left the patch (give, of dropped: Decision.GiveBack), as the ownership
-// core's model computes it, with a Restore's previous values; nil when
-// nothing is let go of, or the model cannot compute it (the dry run then
-// starts from the target as it is).
-func (p *Planner) givenBack(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string, give ownershipcore.LetGo, dropped *fieldset.Set) *unstructured.Unstructured {
-	if dropped.Empty() {
-		return nil
-	}
-	if obj.PatchSpec().DeletionPolicy == v1alpha1.DeletionPolicyRestore {
-		give.Restore, _ = p.previousValues(ctx, obj, cluster, string(live.GetUID()))
-	}
+// SaveRecord is the record as the controller would save it: the plan's
+// record with the change.
+func (w *dryRun) SaveRecord(_ context.Context, _ ownershipcore.ManagedFields, _ *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+	l := w.record.Copy()
+	change(l)
+	return l, nil
+}
+
+func (dryRun) SavePreviousValues(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) error {
+	return nil
+}
+
+// LetGo is the give-back as the model computes it. When the removals a
+// Relinquish makes cannot be made, the fields the patch owns alone stay
+// without an owner, as the controller leaves them (a note says so).
+func (w *dryRun) LetGo(_ context.Context, live *unstructured.Unstructured, give ownershipcore.LetGo) (ownershipcore.Result, ownershipcore.Outcome, error) {
 	s, err := ownershipcore.NewState(live, true)
 	if err != nil {
-		return nil
+		return ownershipcore.Result{}, ownershipcore.Outcome{}, err
 	}
-	next, _, err := p.Applier.Model().LetGo(s, manager, give)
+	m := w.applier.Model()
+	next, out, err := m.LetGo(s, w.manager, give)
+	if err != nil && give.Relinquish {
+		w.notes = append(w.notes, "the fields the patch added cannot be removed ("+redact.Message(err)+"): they would stay without an owner")
+		give.Relinquish = false
+		next, out, err = m.LetGo(s, w.manager, give)
+		if e := next.Owners.Applied(w.manager); e != nil {
+			out.Kept, out.Why = e.Fields, "the removals cannot be made"
+		}
+	}
 	if err != nil {
-		return nil
+		return ownershipcore.Result{}, ownershipcore.Outcome{}, err
 	}
 	given, err := next.Encoded()
-	if err != nil {
-		return nil
-	}
-	return given
+	return ownershipcore.Result{Action: ownershipcore.ActionConfigured, Object: given}, out, err
 }
+
+// Apply dry-runs the apply; after a give-back the model predicts it
+// (ModelOnly: the apiserver does not hold the object the give-back
+// leaves). A dry run is not gated by the record (ApplyOptions.Recorded):
+// when its answer forces fields outside it (conflicts the local decision
+// could not see: entries of another version), it answers as the gate
+// does, with a *ownershipcore.RecordFirstError, for Execute to record
+// them (RecordTakes) before it asks again, answered with the same dry
+// run.
+func (w *dryRun) Apply(ctx context.Context, intent *unstructured.Unstructured, opts ownershipcore.ApplyOptions) (ownershipcore.Result, error) {
+	if w.answer != nil && recordedAll(w.answer.Forced, opts.Recorded) {
+		return *w.answer, nil
+	}
+	opts.DryRun, opts.ModelOnly = true, opts.Live != w.live
+	res, err := w.applier.Apply(ctx, intent, opts)
+	if err != nil || recordedAll(res.Forced, opts.Recorded) {
+		return res, err
+	}
+	w.answer = &res
+	return res, &ownershipcore.RecordFirstError{Object: opts.Live, Forced: res.Forced, Plan: opts.Planned}
+}
+
+// recordedAll reports whether every forced field is in recorded.
+func recordedAll(forced []ownershipcore.Conflict, recorded *fieldset.Set) bool {
+	for _, c := range forced {
+		if recorded == nil || !recorded.Has(c.Path) {
+			return false
+		}
+	}
+	return true
+}
+
+// RecordTakes is the record of the fields the dry run forces that the
+// plan did not foresee, as the controller makes it
+// (patchplan.ForcedRecord: refused for owners in another version).
+func (w *dryRun) RecordTakes(ctx context.Context, _ *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
+	change, unread, err := patchplan.ForcedRecord(ctx, w.applier, w.applier.GetFresh, w.owners, forced, w.manager, w.live)
+	w.unread = append(w.unread, unread...)
+	return change, err
+}
+
+func (dryRun) StoredRecord(context.Context) (*ownershipcore.Ledger, bool) { return nil, false }
 
 // applied sets the plan's action from the dry run's answer (res, err);
 // done when that ends the plan (an error other than a conflict).
 func (plan Plan) applied(res ownershipcore.Result, err error) (_ Plan, done bool) {
 	var conflictErr *ownershipcore.ConflictError
+	var refused *patchintent.ForceRefusedError
 	switch {
 	case errors.As(err, &conflictErr):
 		plan.Action = string(ownershipcore.ActionConflicted)
 		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", redact.Message(conflictErr))
+	case errors.As(err, &refused):
+		// The controller refuses to force fields from owners in another
+		// version (patchintent.CheckForce) and stalls.
+		plan.Action, plan.Reason = string(ownershipcore.ActionConflicted), "Conflict"
+		plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", redact.Message(refused))
 	case apierrors.IsForbidden(err):
 		return plan.forbidden(err), true
 	case err != nil:
@@ -472,39 +535,22 @@ func (plan Plan) applied(res ownershipcore.Result, err error) (_ Plan, done bool
 	return plan, false
 }
 
-// planRecord computes the record the controller would save: the fields
-// the apply forces (refused, as the controller refuses them, when their
-// owners' entries are in another version: patchintent.CheckForce, which
-// sets the plan's reason), with the records of the fieldops patches they
-// are taken from (patchintent.InheritedRecords), then the fields it takes
-// without force (Decision.Applied). It returns the target's managed
-// fields after the apply.
-func (p *Planner) planRecord(ctx context.Context, plan *Plan, d *patchintent.Decision, live *unstructured.Unstructured, res ownershipcore.Result) (ownershipcore.ManagedFields, error) {
-	after, manager, uid := d.Owners, plan.FieldManager, string(live.GetUID())
-	if plan.Action != string(ownershipcore.ActionConflicted) && res.Object != nil {
+// planRecord puts the record the controller would save into the plan
+// (out.Record: the forced fields' owners, with the records of the
+// fieldops patches they are taken from, then the fields taken without
+// force). It returns the target's
+// managed fields after the apply.
+func (p *Planner) planRecord(plan *Plan, made *patchplan.Plan, out patchplan.Outcome) (ownershipcore.ManagedFields, error) {
+	d := made.Decision
+	after := d.Owners
+	if plan.Action != string(ownershipcore.ActionConflicted) && out.Result.Object != nil {
 		var err error
-		if after, err = ownershipcore.Owners(res.Object); err != nil {
+		if after, err = ownershipcore.Owners(out.Result.Object); err != nil {
 			return nil, err
 		}
-		forced := patchintent.ForcedFields(res.Forced)
-		gvk := live.GroupVersionKind()
-		if err := patchintent.CheckForce(d.Owners, forced, manager, gvk.Kind, func(v ...string) bool { return p.Applier.SameFieldPaths(ctx, gvk, v...) }); err != nil {
-			plan.Action, plan.Reason = string(ownershipcore.ActionConflicted), "Conflict"
-			plan.Message = fmt.Sprintf("the patch would stall (reason Conflict): %s", redact.Message(err))
-			return d.Owners, nil
-		}
-		chains, unread, err := patchintent.InheritedRecords(ctx, p.Applier.GetFresh, d.Owners, forced, manager, uid)
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range unread {
-			plan.Patch.Notes = append(plan.Patch.Notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown, and the controller, which cannot read them either, leaves those fields without an owner if %s leaves first", u.Patch, redact.Message(u.Err), strings.Join(patchintent.Leaves(u.Fields), ", "), u.Patch))
-		}
-		patchintent.RecordForced(d.Ledger, d.Owners, forced, manager, chains...)
-		d.Applied(after)
 	}
 	record := &v1alpha1.FieldPatchStatus{}
-	if err := patchintent.WriteLedger(record, d.Ledger, uid); err != nil {
+	if err := patchintent.WriteLedger(record, out.Record, string(d.Live.GetUID())); err != nil {
 		return nil, err
 	}
 	plan.Patch.PreviousOwners, plan.Patch.AddedFields = PlannedOwners(record.PreviousOwners), record.AddedFields
@@ -536,7 +582,7 @@ func PlannedOwners(owners []v1alpha1.PreviousOwner) []PlannedOwner {
 }
 
 // planFields fills the plan's managed fields and its rows, one per field.
-func (p *Planner) planFields(plan Plan, spec *v1alpha1.FieldPatchSpec, d *patchintent.Decision, ours *ownershipcore.Entry, after ownershipcore.ManagedFields, give ownershipcore.LetGo, res ownershipcore.Result) Plan {
+func (p *Planner) planFields(plan Plan, spec *v1alpha1.FieldPatchSpec, d *patchintent.Decision, record *ownershipcore.Ledger, ours *ownershipcore.Entry, after ownershipcore.ManagedFields, give ownershipcore.LetGo, res ownershipcore.Result) Plan {
 	pp, manager := plan.Patch, plan.FieldManager
 	oursAfter := fieldset.NewSet()
 	if e := after.Applied(manager); e != nil && plan.Action != string(ownershipcore.ActionConflicted) {
@@ -546,7 +592,7 @@ func (p *Planner) planFields(plan Plan, spec *v1alpha1.FieldPatchSpec, d *patchi
 	pp.Fields = patchFields(fieldRows{
 		manager: manager, policy: deletionPolicy(spec.DeletionPolicy), rules: spec.ConflictRules, conflictPolicy: pp.ConflictPolicy,
 		intent: d.IntentSet, before: d.Owners, after: after, oursBefore: ours, oursAfter: oursAfter,
-		ledger: d.Ledger, dropped: give, res: res,
+		ledger: record, dropped: give, res: res,
 	})
 	return plan
 }

@@ -28,22 +28,14 @@ type Input struct {
 }
 
 // Decision is the FieldPatch decision, made once for the controller and
-// for kubectl fieldops plan, so that the plan cannot disagree with what
-// the controller does. Decide fills it; its methods carry it through a
-// reconcile in order:
-//
-//  1. GiveBack: the fields that left the patch, to let go of before the
-//     apply (Applier.LetGo); GaveBack once that is done.
-//  2. The apply of Intent with the patch's conflict strategy; before it
-//     forces fields, RecordForced (on this Decision's Ledger, and on the
-//     record read fresh that is saved first).
-//  3. Applied, with the managed fields the apply answered.
-//
-// The Ledger is then written back to status (WriteLedger). The decision
-// is pure: every read and write is the caller's.
+// for kubectl fieldops plan (patchplan.Make), so that the plan cannot
+// disagree with what the controller does. Decide makes it; it is a
+// value: its methods return new values and never change it, its Ledger
+// included (a step that goes on from the record works on a copy).
 type Decision struct {
-	// Manager is the patch's field manager.
+	// Manager is the patch's field manager; Live the target as read.
 	Manager string
+	Live    *unstructured.Unstructured
 	// Intent is the apply configuration (Intent), IntentSet its field set.
 	Intent    *unstructured.Unstructured
 	IntentSet *fieldset.Set
@@ -85,7 +77,7 @@ func Decide(a *ownershipcore.Applier, in Input) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decision{Manager: in.Manager, Intent: intent, IntentSet: set, Owners: owners, Present: present,
+	d := &Decision{Manager: in.Manager, Live: in.Live, Intent: intent, IntentSet: set, Owners: owners, Present: present,
 		Ledger: ledger, RecordedBefore: ledger.Recorded.Copy(), policy: in.Spec.DeletionPolicy}
 	d.Forgotten = ledger.Follow(owners, present, in.Manager)
 	return d, nil
@@ -97,14 +89,6 @@ func Decide(a *ownershipcore.Applier, in Input) (*Decision, error) {
 // without it) goes with that write.
 func (d *Decision) SaveFirst() bool {
 	return !d.Forgotten.Intersection(d.IntentSet).Empty()
-}
-
-// Rebase continues the decision from a record read again (the one saved
-// before the apply, or the apiserver's when a cached copy lagged),
-// followed to the same target.
-func (d *Decision) Rebase(l *ownershipcore.Ledger) {
-	l.Follow(d.Owners, d.Present, d.Manager)
-	d.Ledger = l
 }
 
 // GiveBack is what the patch lets go of before its apply, exactly as
@@ -121,30 +105,28 @@ func (d *Decision) Rebase(l *ownershipcore.Ledger) {
 // have nothing to give back: the record forgets them here, so
 // status.previousOwners lists only what the patch took. dropped is empty
 // when there is nothing to let go of.
-func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped *fieldset.Set) {
+func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped, forget *fieldset.Set) {
+	l := d.Ledger.Copy()
 	ours := d.Owners.Applied(d.Manager)
 	if ours == nil {
-		d.Ledger.Forget(d.Ledger.Recorded.Difference(d.IntentSet))
-		return ownershipcore.LetGo{}, fieldset.NewSet()
+		return ownershipcore.LetGo{}, fieldset.NewSet(), l.Recorded.Difference(d.IntentSet)
 	}
-	d.Ledger.Forget(d.Ledger.Recorded.Difference(d.IntentSet).Difference(ours.Fields))
+	forget = l.Recorded.Difference(d.IntentSet).Difference(ours.Fields)
+	l.Forget(forget)
 	dropped = ours.Fields.Difference(d.IntentSet)
 	if d.policy != v1alpha1.DeletionPolicyOrphan {
-		dropped = dropped.Intersection(d.Ledger.Taken())
+		dropped = dropped.Intersection(l.Taken())
 	}
 	if dropped.Leaves().Empty() {
-		return ownershipcore.LetGo{}, fieldset.NewSet()
+		return ownershipcore.LetGo{}, fieldset.NewSet(), forget
 	}
+	forget = forget.Union(dropped)
 	if d.policy == v1alpha1.DeletionPolicyRelinquish || d.policy == v1alpha1.DeletionPolicyOrphan {
-		return ownershipcore.LetGo{Release: dropped}, dropped
+		return ownershipcore.LetGo{Release: dropped}, dropped, forget
 	}
-	previous, ownerless := d.Ledger.HandBackTo(d.Owners, d.Manager, dropped)
-	return ownershipcore.LetGo{Previous: previous, Release: ownerless}, dropped
+	previous, ownerless := l.HandBackTo(d.Owners, d.Manager, dropped)
+	return ownershipcore.LetGo{Previous: previous, Release: ownerless}, dropped, forget
 }
-
-// GaveBack forgets the fields GiveBack let go of: they are no longer the
-// patch's to give back.
-func (d *Decision) GaveBack(dropped *fieldset.Set) { d.Ledger.Forget(dropped) }
 
 // Inherited is the record of previous owners of another FieldPatch or
 // ClusterFieldPatch, by its field manager, that a patch taking fields
@@ -181,20 +163,20 @@ func ForcedFields(cs []ownershipcore.Conflict) *fieldset.Set {
 	return s
 }
 
-// Taken are the fields an apply took without a record (after: the
+// Taken are the fields an apply took without a record l (after: the
 // managed fields it answered): fields of the intent the patch's entry
 // holds now and the record does not have; they were unowned or shared
 // with the same value, so nobody was displaced.
-func (d *Decision) Taken(after ownershipcore.ManagedFields) *fieldset.Set {
+func (d *Decision) Taken(l *ownershipcore.Ledger, after ownershipcore.ManagedFields) *fieldset.Set {
 	ours := after.Applied(d.Manager)
 	if ours == nil {
 		return fieldset.NewSet()
 	}
-	return ours.Fields.Intersection(d.IntentSet).Difference(d.Ledger.Recorded)
+	return ours.Fields.Intersection(d.IntentSet).Difference(l.Recorded)
 }
 
-// Applied records what an apply did (after: the managed fields it
-// answered): the fields it took without force (Taken), with the owners
+// Applied is the record l after an apply (after: the managed fields it
+// answered), a copy: the fields it took without force (Taken), with the owners
 // the answer shows for them, then what the answer shows of the owners
 // that share fields with the patch (Ledger.Observe). A take without force
 // displaces nobody, so every other manager that owns such a field in the
@@ -204,9 +186,11 @@ func (d *Decision) Taken(after ownershipcore.ManagedFields) *fieldset.Set {
 // force carries no resourceVersion: an owner that applied the same value
 // in between would otherwise go unrecorded, and the field it owned
 // before the patch would count as added, and leave at deletion.
-func (d *Decision) Applied(after ownershipcore.ManagedFields) {
-	d.Ledger.Record(after, d.Taken(after), d.Manager)
-	d.Ledger.Observe(after)
+func (d *Decision) Applied(l *ownershipcore.Ledger, after ownershipcore.ManagedFields) *ownershipcore.Ledger {
+	l = l.Copy()
+	l.Record(after, d.Taken(l, after), d.Manager)
+	l.Observe(after)
+	return l
 }
 
 // DeletionLetGo is what a patch's deletion gives up under policy, given

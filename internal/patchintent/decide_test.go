@@ -151,7 +151,8 @@ func TestDecideGiveBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			give, dropped := d.GiveBack()
+			before := d.Ledger.Copy()
+			give, _, forget := d.GiveBack()
 			previous := map[string][]string{}
 			for _, e := range give.Previous {
 				previous[e.Manager] = Leaves(e.Fields)
@@ -175,8 +176,10 @@ func TestDecideGiveBack(t *testing.T) {
 			if !reflect.DeepEqual(release, tt.release) {
 				t.Errorf("released %v, want %v", release, tt.release)
 			}
-			d.GaveBack(dropped)
-			if got := formatted(d.Ledger.Recorded, Leaves(d.Ledger.Recorded)); !reflect.DeepEqual(got, tt.recorded) {
+			sameLedgers(t, "the decision's record after GiveBack", d.Ledger, before)
+			l := d.Ledger.Copy()
+			l.Forget(forget)
+			if got := formatted(l.Recorded, Leaves(l.Recorded)); !reflect.DeepEqual(got, tt.recorded) {
 				t.Errorf("recorded %v after the give-back, want %v", got, tt.recorded)
 			}
 		})
@@ -205,10 +208,10 @@ func TestDecideRecordsTakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := Leaves(d.Taken(owners)); !reflect.DeepEqual(got, []string{".data.b"}) {
+	if got := Leaves(d.Taken(d.Ledger, owners)); !reflect.DeepEqual(got, []string{".data.b"}) {
 		t.Errorf("taken without force: %v, want [.data.b]", got)
 	}
-	d.Applied(owners)
+	d.Ledger = d.Applied(d.Ledger, owners)
 	if got := Leaves(d.Ledger.Recorded); !reflect.DeepEqual(got, []string{".data.a", ".data.b"}) {
 		t.Errorf("recorded %v, want [.data.a .data.b]", got)
 	}
@@ -283,7 +286,7 @@ func TestAppliedRecordsOwnersFromTheAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.Applied(after)
+			d.Ledger = d.Applied(d.Ledger, after)
 			if got := Leaves(d.Ledger.Recorded); !reflect.DeepEqual(got, []string{".data.a", ".data.b"}) {
 				t.Errorf("recorded %v, want [.data.a .data.b]", got)
 			}

@@ -171,3 +171,30 @@ func SameRecorded(a, b *v1alpha1.FieldPatchStatus) bool {
 	}
 	return la.Recorded.Equals(lb.Recorded)
 }
+
+// SameLedger reports whether two statuses hold the same record of
+// previous owners for the target with uid (decoded: the encoding of a
+// field set may differ in key order).
+func SameLedger(a, b *v1alpha1.FieldPatchStatus, uid string) bool {
+	la, err := ReadLedger(a, uid)
+	if err != nil {
+		return false
+	}
+	lb, err := ReadLedger(b, uid)
+	if err != nil {
+		return false
+	}
+	if a.TargetUID != b.TargetUID && (len(la.Entries) > 0 || !la.Recorded.Empty()) {
+		return false
+	}
+	if !la.Recorded.Equals(lb.Recorded) || len(la.Entries) != len(lb.Entries) {
+		return false
+	}
+	for i := range la.Entries {
+		ea, eb := la.Entries[i], lb.Entries[i]
+		if ea.ManagerKey != eb.ManagerKey || ea.Via != eb.Via || !ea.Fields.Equals(eb.Fields) || !ea.Shared.Equals(eb.Shared) {
+			return false
+		}
+	}
+	return true
+}

@@ -44,6 +44,7 @@ var targetWriteExceptions = map[string]string{
 	"controllers/internal/skeleton/writes.go":   "RemoveFinalizer patches the finalizer of the reconciled object (a FieldPatch, a ManagedWorkload): fieldops's own resource",
 	"internal/localcp/policy.go":                "the local control plane (make run-local, tests) installs fieldops's own admission policies and dry-runs a probe FieldPatch: objects of fieldops's own installation, not targets",
 	"controllers/accountuse/accountuse.go":      "the in-use protection patches only the finalizers of the accounts fieldops objects act as (ServiceAccounts, RoleBindings, Roles; client.Object): never a target's content",
+	"internal/patchplan/execute.go":             "Execute sends a plan's apply through its patchplan.Writer, whose implementations (the controller's targetWriter, kubectl fieldops plan's dry run) send it through the ownership core's Applier.Apply",
 	"internal/localcp/upstream.go":              "the local control plane applies the demo's upstream objects under the managers that own them in a real cluster (Helm, Flux): it plays those managers, as test/ does",
 }
 
