@@ -114,6 +114,11 @@ type Result struct {
 	// Predicted: a dry run answered by the model alone (ModelOnly, or a
 	// write before the apply that a dry run cannot stage).
 	Predicted bool
+	// DroppedFirst: before the apply, a write of its own (a JSON patch of
+	// managed fields) released what the intent drops that another manager
+	// holds (see Apply); ApplyUnsent: the apply then changed nothing and
+	// was not sent (Action is Configured all the same: the drop wrote).
+	DroppedFirst, ApplyUnsent bool
 	// Removed are the fields a relinquish (LetGo) removed with their
 	// values: those manager owned alone. Nil for an apply.
 	Removed *fieldpath.Set
@@ -251,6 +256,7 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		return res, err
 	}
 	if next, ok, err := a.dropPredicted(s, intent, opts); ok || err != nil {
+		res.DroppedFirst = err == nil && Diff(s, next) != ""
 		return a.predictDryRun(ctx, &res, next, intent, opts, err)
 	}
 	dropped := false
@@ -264,10 +270,11 @@ func (a *Applier) applyOnce(ctx context.Context, intent, live *unstructured.Unst
 		res.Object = s.Object
 		return res, err
 	}
+	res.DroppedFirst = dropped
 	if d.unchanged {
 		res.Action, res.Object = ActionUnchanged, s.Object
 		if dropped {
-			res.Action = ActionConfigured // the drop wrote
+			res.Action, res.ApplyUnsent = ActionConfigured, true // the drop wrote
 		}
 		return res, nil
 	}

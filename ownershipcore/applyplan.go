@@ -235,6 +235,12 @@ func (a *Applier) predictDryRun(ctx context.Context, res *Result, s State, inten
 	if err != nil {
 		return *res, err
 	}
+	switch {
+	case d.unchanged && res.DroppedFirst:
+		res.ApplyUnsent = true
+	case d.unchanged:
+		res.Action = ActionUnchanged // ModelOnly: the apply changes nothing
+	}
 	if !d.unchanged {
 		next, err := a.Model().Apply(s, d.intent, opts.FieldManager, d.force)
 		switch {

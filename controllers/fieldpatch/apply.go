@@ -14,11 +14,6 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore"
 )
 
-// applyAttempts bounds the records saved for one apply: each answers a
-// decision that forces fields not recorded yet (a first decision, then
-// conflicts only the apiserver could name, or a target that moved on).
-const applyAttempts = 3
-
 // outcome is what an apply of an intent to a target version, for a
 // FieldPatch generation, came to after conflicts (a ConflictError, or
 // conflicts yielded or forced with nothing left to write).

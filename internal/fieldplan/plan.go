@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -400,6 +401,9 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	if done {
 		return plan, nil
 	}
+	if plan.Action == string(ownershipcore.ActionUnchanged) && slices.Contains(out.Sent, patchplan.WriteGiveBack) {
+		plan.Action = string(ownershipcore.ActionConfigured) // the give-back wrote
+	}
 	if out.Result.Predicted {
 		pp.Notes = append(pp.Notes, "the apply follows a write of fieldops that a dry run cannot stage (fields the patch no longer sets are let go of first): its outcome is the ownership core's prediction, and admission of it was not asked")
 	}
@@ -466,7 +470,11 @@ func (w *dryRun) LetGo(_ context.Context, live *unstructured.Unstructured, give 
 		return ownershipcore.Result{}, ownershipcore.Outcome{}, err
 	}
 	given, err := next.Encoded()
-	return ownershipcore.Result{Action: ownershipcore.ActionConfigured, Object: given}, out, err
+	action := ownershipcore.ActionConfigured
+	if ownershipcore.Diff(s, next) == "" {
+		action = ownershipcore.ActionUnchanged
+	}
+	return ownershipcore.Result{Action: action, Object: given}, out, err
 }
 
 // Apply dry-runs the apply; after a give-back the model predicts it

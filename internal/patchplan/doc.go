@@ -20,7 +20,8 @@ Licensed under the Apache License, Version 2.0.
 // otherwise remove them), and the apply comes last.
 package patchplan
 
-// Write is one write of a plan, in the order Execute sends them.
+// Write is one write of a plan, in the order Execute sends them; each is
+// one request (Outcome.Sent lists the requests a run sent).
 type Write string
 
 const (
@@ -38,4 +39,13 @@ const (
 	WriteGiveBack Write = "GiveBack"
 	// WriteApply is the Server-Side Apply of the intent.
 	WriteApply Write = "Apply"
+	// WriteRestore is the Server-Side Apply of a Restore's previous
+	// values, sent by the give-back before its JSON patch (a value the
+	// managed-fields patch changed would be recorded as fieldops's).
+	WriteRestore Write = "Restore"
+	// WriteDrop is the ownership core's release, before the apply, of
+	// the list items and maps the intent drops that hold another
+	// manager's fields (a JSON patch of managed fields; see
+	// ownershipcore.Applier.Apply).
+	WriteDrop Write = "Drop"
 )

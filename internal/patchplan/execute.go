@@ -48,8 +48,11 @@ type Writer interface {
 
 // Outcome is what Execute did.
 type Outcome struct {
-	// Sent are the writes sent, in order: the plan's Writes, and a
-	// Record (and PreviousValues) before the apply when it was revised.
+	// Sent are the requests sent, in order: the plan's Writes as they
+	// went out (a give-back that changed nothing sends nothing; a
+	// Restore's give-back sends WriteRestore first; an apply may send
+	// WriteDrop first, and then nothing), and a Record before the apply
+	// when it was revised.
 	Sent []Write
 	// Record is the record of previous owners after the writes, to write
 	// to status (patchintent.WriteLedger).
@@ -132,7 +135,13 @@ func giveBack(ctx context.Context, p *Plan, w Writer, out *Outcome) (*unstructur
 	}
 	// Given back: no longer the patch's to give back.
 	out.Record.Forget(p.Forget)
-	out.Sent, out.GaveBack = append(out.Sent, WriteGiveBack), o
+	out.GaveBack = o
+	if o.Restored != nil && !o.Restored.Empty() {
+		out.Sent = append(out.Sent, WriteRestore)
+	}
+	if res.Action != ownershipcore.ActionUnchanged {
+		out.Sent = append(out.Sent, WriteGiveBack)
+	}
 	if res.Action == ownershipcore.ActionUnchanged || res.Object == nil {
 		return live, nil
 	}
@@ -161,6 +170,9 @@ func apply(ctx context.Context, p *Plan, w Writer, current *unstructured.Unstruc
 			}
 			break
 		}
+		if first.Plan != nil && first.Plan.Wrote() {
+			out.Sent = append(out.Sent, WriteDrop)
+		}
 		change, err := w.RecordTakes(ctx, first.Object, first.Forced)
 		if err != nil {
 			return &StepError{WriteRecord, err}
@@ -170,7 +182,10 @@ func apply(ctx context.Context, p *Plan, w Writer, current *unstructured.Unstruc
 		opts.Recorded = opts.Recorded.Union(patchintent.ForcedFields(first.Forced))
 		opts.Planned, opts.Live = first.Plan, first.Object
 	}
-	if out.Result.Wrote() {
+	if out.Result.DroppedFirst {
+		out.Sent = append(out.Sent, WriteDrop)
+	}
+	if out.Result.Wrote() && !out.Result.ApplyUnsent {
 		out.Sent = append(out.Sent, WriteApply)
 	}
 	return applied(ctx, p, w, out)
