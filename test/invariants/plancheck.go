@@ -34,6 +34,10 @@ type planned struct {
 	// deletion: the plans are of the patch's deletion; selector: of a
 	// selector patch.
 	deletion, selector bool
+	// from is the length of fieldops' write log when the plan was made
+	// (the step's writes follow), uid the patch's UID when it existed.
+	from int
+	uid  types.UID
 }
 
 // planner is the Env's planner: an administrator's, reading without a
@@ -102,7 +106,8 @@ func (r *run) planStep(ctx context.Context, s Step, fp *v1alpha1.FieldPatch) (*p
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", s.Who, err)
 	}
-	return &planned{name: s.Who, plans: plans, deletion: p.Delete, selector: fp.Spec.TargetSelector != nil}, nil
+	return &planned{name: s.Who, plans: plans, deletion: p.Delete, selector: fp.Spec.TargetSelector != nil,
+		from: r.mgr.log.Len(), uid: fp.UID}, nil
 }
 
 // checkPlan is invariant (10): the controller did what the plan said.
@@ -117,6 +122,9 @@ func (r *run) checkPlan(ctx context.Context, pl *planned, before, after *snapsho
 		return nil, ""
 	}
 	vs, note := r.comparePlan(ctx, pl, before, after)
+	if len(vs) == 0 && note == "" {
+		vs, note = r.checkWrites(ctx, pl)
+	}
 	switch {
 	case note != "":
 		r.env.plans.unchecked.Add(1)
