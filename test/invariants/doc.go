@@ -102,7 +102,12 @@ Licensed under the Apache License, Version 2.0.
 //     reason, its record of previous owners (of the target, or of its
 //     target among a selector patch's records) and the fields its field
 //     manager owns are what the plan said, and after a deletion each
-//     field's value and owners are. The step's note says when the check
+//     field's value and owners are. So is the order of the writes
+//     fieldops sent for the patch from the plan to the end of settling
+//     (the plan's Writes: Record, PreviousValues, GiveBack, Apply), read
+//     from the manager's log of write requests (testkit.WriteLog;
+//     writeorder.go says what counts; -write-order-notes makes a
+//     difference a note). The step's note says when the check
 //     cannot apply: another fieldops object wrote the target while
 //     fieldops settled, or a contest decided the reconcile (the manager's
 //     history of repairs, which no plan sees). Sequences with faults are

@@ -47,26 +47,34 @@ type Env struct {
 
 	// plans counts the steps whose plan was checked (invariant 10).
 	plans planCounts
+	// OrderNotes makes a plan's order of writes that differs from the
+	// controller's a note of the step rather than a violation of (10).
+	OrderNotes bool
 }
 
 // planCounts counts the checks of invariant (10): plans of applies and of
-// deletions checked (of selector patches among them), and plans a step's
-// outcome left uncheckable.
+// deletions checked (of selector patches among them), plans a step's
+// outcome left uncheckable, and orders of writes checked and left
+// unchecked (writeorder.go).
 type planCounts struct {
 	applies, deletions, selector, unchecked atomic.Int64
+	orders, ordersUnchecked, ordersDiffer   atomic.Int64
 }
 
 // String reads like a log line.
 func (c *planCounts) String() string {
-	return fmt.Sprintf("the plan predicted the controller at %d applies and %d deletions (%d of selector patches); %d plans not checkable",
-		c.applies.Load(), c.deletions.Load(), c.selector.Load(), c.unchecked.Load())
+	return fmt.Sprintf("the plan predicted the controller at %d applies and %d deletions (%d of selector patches), and its order of writes at %d steps (%d differed, as notes; %d not checked: several targets); %d plans not checkable",
+		c.applies.Load(), c.deletions.Load(), c.selector.Load(), c.orders.Load(), c.ordersDiffer.Load(), c.ordersUnchecked.Load(), c.unchecked.Load())
 }
 
 // fieldops is one running fieldops manager of a run.
 type fieldops struct {
 	// targets is what fieldops reads the target through.
-	targets  client.Reader
-	writes   *testkit.WriteCounter
+	targets client.Reader
+	writes  *testkit.WriteCounter
+	// log keeps the manager's writes in order, each tagged with its
+	// reconcile's ID (invariant 10's order of writes).
+	log      *testkit.WriteLog
 	cancel   context.CancelFunc
 	done     chan error
 	stopOnce sync.Once
@@ -77,9 +85,10 @@ type fieldops struct {
 // recs, counting its writes and failing some of them through fl (nil:
 // none).
 func (e *Env) startFieldops(namespace string, recs *reconciles, fl *faults) (*fieldops, error) {
-	f := &fieldops{writes: &testkit.WriteCounter{}, done: make(chan error, 1)}
+	f := &fieldops{writes: &testkit.WriteCounter{}, log: &testkit.WriteLog{Tag: reconcileID}, done: make(chan error, 1)}
 	cfg := rest.CopyConfig(e.Config)
 	f.writes.Wrap(cfg)
+	f.log.Wrap(cfg)
 	if fl != nil {
 		// Outside the counter: a refused write never reached the
 		// apiserver, a lost answer did.

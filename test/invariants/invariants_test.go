@@ -36,6 +36,7 @@ var (
 	faultRate = flag.Float64("faults", 0.25, "TestOwnershipInvariantsUnderFaults: probability that a write of fieldops fails during a step")
 	faultSeed = flag.Int64("fault-seed", 1000001, "TestOwnershipInvariantsUnderFaults: seed of the first sequence")
 	faultSeqs = flag.Int("fault-sequences", 40, "TestOwnershipInvariantsUnderFaults: how many sequences")
+	orderNote = flag.Bool("write-order-notes", false, "a plan's order of writes that differs from the controller's is a note of the step, not a violation of (10)")
 )
 
 // The control plane starts with the first test that needs it.
@@ -67,7 +68,7 @@ func controlPlane(t *testing.T) *Env {
 		if c, cpErr = client.New(cp.Config, client.Options{Scheme: controllers.Scheme()}); cpErr != nil {
 			return
 		}
-		env = &Env{Config: cp.Config, Client: c, Timeout: 20 * time.Second}
+		env = &Env{Config: cp.Config, Client: c, Timeout: 20 * time.Second, OrderNotes: *orderNote}
 	})
 	if cpErr != nil {
 		t.Fatal(cpErr)

@@ -34,6 +34,10 @@ type planned struct {
 	// deletion: the plans are of the patch's deletion; selector: of a
 	// selector patch.
 	deletion, selector bool
+	// from is the length of fieldops' write log when the plan was made
+	// (the step's writes follow), uid the patch's UID when it existed.
+	from int
+	uid  types.UID
 }
 
 // planner is the Env's planner: an administrator's, reading without a
@@ -102,16 +106,18 @@ func (r *run) planStep(ctx context.Context, s Step, fp *v1alpha1.FieldPatch) (*p
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", s.Who, err)
 	}
-	return &planned{name: s.Who, plans: plans, deletion: p.Delete, selector: fp.Spec.TargetSelector != nil}, nil
+	return &planned{name: s.Who, plans: plans, deletion: p.Delete, selector: fp.Spec.TargetSelector != nil,
+		from: r.mgr.log.Len(), uid: fp.UID}, nil
 }
 
 // checkPlan is invariant (10): the controller did what the plan said.
 // For an apply: the Ready reason, the record of previous owners saved and
 // the fields the patch's field manager owns. For a deletion: each field's
-// value and owners once the patch is gone. It says in a note, rather than
-// fail, when the step's outcome is one no plan can see: another fieldops
-// object wrote the target while fieldops settled, or a contest (the
-// manager's history of repairs) decided the reconcile.
+// value and owners once the patch is gone. For both, when that holds, the
+// order of the patch's writes (checkWrites). It says in a note, rather
+// than fail, when the step's outcome is one no plan can see: another
+// fieldops object wrote the target while fieldops settled, or a contest
+// (the manager's history of repairs) decided the reconcile.
 func (r *run) checkPlan(ctx context.Context, pl *planned, before, after *snapshot) ([]Violation, string) {
 	if pl == nil {
 		return nil, ""
@@ -127,6 +133,10 @@ func (r *run) checkPlan(ctx context.Context, pl *planned, before, after *snapsho
 	}
 	if len(vs) == 0 && note == "" && len(pl.plans) > 0 && pl.plans[0].Patch != nil && pl.selector {
 		r.env.plans.selector.Add(1)
+	}
+	if len(vs) == 0 && note == "" {
+		// The outcome is what the plan said: then the order of writes.
+		return r.checkWrites(ctx, pl)
 	}
 	return vs, note
 }
