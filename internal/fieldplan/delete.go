@@ -84,15 +84,12 @@ func (p *Planner) planDelete(ctx context.Context, obj, existing v1alpha1.Patcher
 		}
 		return plan, nil
 	}
-	rows, notes, err := p.deletionRows(ctx, existing, cluster, live, manager)
+	rows, notes, writes, err := p.deletionRows(ctx, existing, cluster, live, manager)
 	if err != nil {
 		plan.Action, plan.Message = ActionFailed, redact.Message(err)
 		return plan, nil
 	}
-	pp.Deletion, pp.Notes = rows, notes
-	if len(rows) > 0 {
-		pp.Writes = []patchplan.Write{patchplan.WriteGiveBack}
-	}
+	pp.Deletion, pp.Notes, pp.Writes = rows, notes, writes
 	if len(rows) == 0 {
 		plan.Action, plan.Message = "Unchanged", "the patch owns no field of the target: deleting it changes nothing there"
 	}
@@ -116,18 +113,18 @@ func (p *Planner) deletionTarget(ctx context.Context, obj v1alpha1.Patcher, clus
 }
 
 // deletionRows computes the deletion over the model and describes each
-// field the patch owns, or has a previous value of.
-func (p *Planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string) ([]DeletionFieldPlan, []string, error) {
+// field the patch owns, or has a previous value of; writes are the
+// requests the controller sends for it (patchplan.Outcome.Sent).
+func (p *Planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluster bool, live *unstructured.Unstructured, manager string) (_ []DeletionFieldPlan, notes []string, writes []patchplan.Write, _ error) {
 	owners, err := ownershipcore.Owners(live)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ours := owners.Applied(manager)
 	if ours == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	policy := obj.PatchSpec().DeletionPolicy
-	var notes []string
 	// The controller's own plan of the deletion (patchplan.MakeDeletion),
 	// run by the same executor with the model's give-back (dryRun).
 	plan, err := patchplan.MakeDeletion(ctx, p.Applier, patchplan.DeletionInput{Policy: policy, Status: obj.PatchStatus(), Live: live, Manager: manager,
@@ -139,30 +136,30 @@ func (p *Planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 			return values, nil
 		}})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w := &dryRun{applier: p.Applier, manager: manager, live: live}
 	res, err := patchplan.Execute(ctx, plan, w)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	notes = append(notes, w.notes...)
 	g, out, m := plan.GiveBack, res.GaveBack, p.Applier.Model()
 	s, err := ownershipcore.NewState(live, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	next, err := ownershipcore.NewState(res.Given, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	changed := map[string]*fieldset.Set{}
 	if g.Restore != nil {
 		if changed, err = m.ChangedSince(s, manager, g.Restore); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return describeDeletion(live, next, ours.Fields, out, changed), notes, nil
+	return describeDeletion(live, next, ours.Fields, out, changed), notes, res.Sent, nil
 }
 
 // previousValues reads a Restore patch's previous values with the user's

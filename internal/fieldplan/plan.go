@@ -394,9 +394,7 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	w := &dryRun{applier: p.Applier, manager: manager, live: live, owners: made.Decision.Owners, record: made.Decision.Ledger}
 	out, err := patchplan.Execute(ctx, made, w)
 	pp.Writes = out.Sent
-	for _, u := range append(made.Unread, w.unread...) {
-		pp.Notes = append(pp.Notes, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown, and the controller, which cannot read them either, leaves those fields without an owner if %s leaves first", u.Patch, redact.Message(u.Err), strings.Join(patchintent.Leaves(u.Fields), ", "), u.Patch))
-	}
+	pp.Notes = append(pp.Notes, unreadNotes(append(made.Unread, w.unread...))...)
 	plan, done := plan.applied(out.Result, err)
 	if done {
 		return plan, nil
@@ -413,6 +411,16 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	}
 	d := made.Decision
 	return p.planFields(plan, spec, d, out.Record, d.Owners.Applied(manager), after, made.GiveBack, out.Result), nil
+}
+
+// unreadNotes say which records of fieldops patches the plan could not
+// read.
+func unreadNotes(unread []patchintent.Unread) []string {
+	var out []string
+	for _, u := range unread {
+		out = append(out, fmt.Sprintf("cannot read the previous owners recorded by %s (%s): the owners it took %s from are not shown, and the controller, which cannot read them either, leaves those fields without an owner if %s leaves first", u.Patch, redact.Message(u.Err), strings.Join(patchintent.Leaves(u.Fields), ", "), u.Patch))
+	}
+	return out
 }
 
 // dryRun is kubectl fieldops plan's patchplan.Writer: the writes of the

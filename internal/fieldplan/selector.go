@@ -22,6 +22,7 @@ import (
 	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
+	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
@@ -98,14 +99,14 @@ func (p *Planner) planDeleteSelector(ctx context.Context, obj, existing v1alpha1
 			plans = append(plans, plan)
 			continue
 		}
-		rows, notes, err := p.deletionRows(ctx, one, cluster, live, manager)
+		rows, notes, writes, err := p.deletionRows(ctx, one, cluster, live, manager)
 		switch {
 		case err != nil:
 			plan.Action, plan.Message = ActionFailed, redact.Message(err)
 		case len(rows) == 0:
 			plan.Action, plan.Message = "Unchanged", "the patch owns no field of the target: deleting it changes nothing there"
 		}
-		pp.Deletion, pp.Notes = rows, notes
+		pp.Deletion, pp.Notes, pp.Writes = rows, notes, writes
 		plans = append(plans, plan)
 	}
 	return plans, nil
@@ -149,6 +150,11 @@ func (p *Planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patch
 		plan, err := p.planPatchWith(ctx, one, &st, exists, nil)
 		if err != nil {
 			return nil, err
+		}
+		if pp := plan.Patch; pp != nil && st.TargetUID == "" && plan.Reason == "" {
+			// A target with no record yet gets one before any write
+			// (the controller's recordAhead): its deletion finds it there.
+			pp.Writes = append([]patchplan.Write{patchplan.WriteRecord}, pp.Writes...)
 		}
 		plans = append(plans, plan)
 	}

@@ -237,7 +237,7 @@ func (r *run) patchUID(ctx context.Context, pl *planned) (types.UID, error) {
 func writesDiff(name string, planned []patchplan.Write, sent []sentWrite) string {
 	want := make([]string, len(planned))
 	for i, w := range planned {
-		want[i] = string(w)
+		want[i] = wireKind(w)
 	}
 	got := make([]string, len(sent))
 	for i, w := range sent {
@@ -252,6 +252,19 @@ func writesDiff(name string, planned []patchplan.Write, sent []sentWrite) string
 	}
 	return fmt.Sprintf("writes of %s: planned [%s], controller sent [%s]: first difference at write %d%s",
 		name, strings.Join(want, " "), strings.Join(got, " "), i+1, byReconcile(sent))
+}
+
+// wireKind is the kind classify gives the request of the planned write
+// w: a Restore's previous values go out as a Server-Side Apply, the
+// core's drop before an apply as a JSON patch of managed fields.
+func wireKind(w patchplan.Write) string {
+	switch w {
+	case patchplan.WriteRestore:
+		return "Apply"
+	case patchplan.WriteDrop:
+		return "GiveBack"
+	}
+	return string(w)
 }
 
 // byReconcile groups sent by the reconcile that sent them, when there
