@@ -28,10 +28,11 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
-// executor sends a reconcile's writes to a target through the ownership
-// core's guarded commit (Applier.Apply and LetGo), each after the
-// records it needs (records): the give-back of dropped fields, the apply
-// with its record first, and a deletion's give-back. It is the one write
+// executor sends a plan's writes (patchplan.Execute, through its
+// targetWriter) to a target through the ownership core's guarded commit
+// (Applier.Apply and LetGo), each after the records it needs (records):
+// the record first, the give-back of dropped fields, the apply, and a
+// deletion's give-back (patchplan.MakeDeletion). It is the one write
 // path of this controller to targets, for a patch with spec.target, each
 // target of a selector patch, deletion and expiry alike.
 type executor struct {

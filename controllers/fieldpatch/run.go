@@ -32,9 +32,11 @@ import (
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
-// runner runs the single-target phases (intent, record, drift, apply,
-// applied, report) of a unit: it decides the reconcile (patchintent.Decide,
-// drift, the conflict strategy) and has the executor write it.
+// runner runs the single-target phases (plan, drift, execute, applied,
+// report) of a unit: it makes the reconcile's plan (patchplan.Make),
+// looks for drift, and runs the plan with the executor's writer
+// (patchplan.Execute), the same executor kubectl fieldops plan runs with
+// dry runs.
 type runner struct {
 	// Applier is the manager's own: its model decides.
 	Applier *ownershipcore.Applier
