@@ -17,6 +17,7 @@ COPY internal/inputlimits/ internal/inputlimits/
 COPY internal/logcap/ internal/logcap/
 COPY internal/names/ internal/names/
 COPY internal/patchintent/ internal/patchintent/
+COPY internal/patchplan/ internal/patchplan/
 COPY internal/scheme/ internal/scheme/
 COPY internal/tenancy/ internal/tenancy/
 COPY internal/workloadspec/ internal/workloadspec/

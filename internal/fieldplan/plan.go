@@ -95,6 +95,9 @@ type PatchPlan struct {
 	// (patchplan.Write); the status write that ends a reconcile is not
 	// listed.
 	Writes []patchplan.Write `json:"writes,omitempty"`
+	// Events are the reasons of the events the controller records for
+	// the plan, in order (patchplan.Plan.Expected).
+	Events []string `json:"events,omitempty"`
 }
 
 // ObjectRef names an object.
@@ -395,6 +398,7 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	out, err := patchplan.Execute(ctx, made, w)
 	pp.Writes = out.Sent
 	pp.Notes = append(pp.Notes, unreadNotes(append(made.Unread, w.unread...))...)
+	pp.Events = made.Expected().Events
 	plan, done := plan.applied(out.Result, err)
 	if done {
 		return plan, nil

@@ -9,6 +9,7 @@ package patchplan
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -309,4 +310,56 @@ func MakeDeletion(ctx context.Context, applier *ownershipcore.Applier, in Deleti
 		}
 	}
 	return p, nil
+}
+
+// Expected is what a plan, run without a failed write, leaves on the
+// patch: the reason of its Ready condition and the reasons of the events
+// it records, in order. A contest (Contested, ContestTimeout) is not
+// among them: it depends on the manager's history of repairs, which no
+// plan holds.
+type Expected struct {
+	ReadyReason string
+	Events      []string
+}
+
+// Expected is p's expected Ready reason and events (the controller's
+// reasons: Applied, Conflict, InvalidPatch; HandedBack, Restored,
+// Relinquished, Forbidden).
+func (p *Plan) Expected() Expected {
+	var e Expected
+	for range p.Unread {
+		e.Events = append(e.Events, "Forbidden")
+	}
+	if p.givesBack() && !p.Deletion {
+		e.Events = append(e.Events, "HandedBack")
+	}
+	var conflict *ownershipcore.ConflictError
+	var refused *patchintent.ForceRefusedError
+	switch {
+	case p.Deletion:
+		e.Events = append(e.Events, deletionEvent(p.GiveBack))
+	case errors.As(p.Refusal, &conflict), errors.As(p.Refusal, &refused):
+		e.ReadyReason, e.Events = "Conflict", append(e.Events, "Conflict")
+	case p.Refusal != nil:
+		e.ReadyReason = "InvalidPatch"
+	default:
+		e.ReadyReason = "Applied"
+		if slices.Contains(p.Writes(), WriteApply) {
+			e.Events = append(e.Events, "Applied")
+		}
+	}
+	return e
+}
+
+// deletionEvent is the reason of a deletion's event: Restored when it
+// restores values, HandedBack when fields go back to previous owners,
+// else Relinquished.
+func deletionEvent(g ownershipcore.LetGo) string {
+	switch {
+	case g.Restore != nil:
+		return "Restored"
+	case len(g.Previous) > 0:
+		return "HandedBack"
+	}
+	return "Relinquished"
 }

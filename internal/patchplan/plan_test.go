@@ -109,12 +109,13 @@ func TestPlanWrites(t *testing.T) {
 		forced   []string
 		refusal  bool
 		recorded []string
+		ready    string
 	}{{
 		name: "a field nobody owns: the apply alone",
 		in: func(t *testing.T) Input {
 			return input(t, configMap(nil), nil, "", "", map[string]interface{}{"a": "1"})
 		},
-		writes: []Write{WriteApply},
+		writes: []Write{WriteApply}, ready: "Applied",
 	}, {
 		name: "a field of another manager, Force: its owner recorded first",
 		in: func(t *testing.T) Input {
@@ -132,7 +133,7 @@ func TestPlanWrites(t *testing.T) {
 		in: func(t *testing.T) Input {
 			return input(t, helmOwnsA, nil, v1alpha1.ConflictPolicyFail, "", map[string]interface{}{"a": "2"})
 		},
-		refusal: true,
+		refusal: true, ready: "Conflict",
 	}, {
 		name: "Yield: the apply without the field changes nothing",
 		in: func(t *testing.T) Input {
@@ -165,6 +166,9 @@ func TestPlanWrites(t *testing.T) {
 			}
 			if (p.Refusal != nil) != tt.refusal {
 				t.Errorf("refusal %v, want one: %v", p.Refusal, tt.refusal)
+			}
+			if got := p.Expected().ReadyReason; tt.ready != "" && got != tt.ready {
+				t.Errorf("expected Ready reason %s, want %s", got, tt.ready)
 			}
 			if got := leaves(p.Record.Recorded); !reflect.DeepEqual(got, tt.recorded) {
 				t.Errorf("record before the apply holds %v, want %v", got, tt.recorded)
