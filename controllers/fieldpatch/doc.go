@@ -19,10 +19,11 @@ Licensed under the Apache License, Version 2.0.
 //   - unit (unit.go): what one run of the single-target phases works on,
 //     a patch with spec.target or one target of a selector patch (the
 //     spec naming it, its record as status, where its events go);
-//   - runner (run.go): the single-target phases of a unit: make the plan
-//     (patchplan.Make: the intent, the record, the give-back, the apply
-//     as the core decides it with the conflict strategy), look for
-//     drift, run the plan (patchplan.Execute), report;
+//   - runner (run.go): the single-target phases of a unit: decide the
+//     intent (patchintent.Decide), look for drift, make the plan
+//     (patchplan.MakeWith: the record, the give-back, the apply as the
+//     core decides it with the conflict strategy), run it
+//     (patchplan.Execute), report;
 //   - executor (exec.go): the patchplan.Writer of a unit, and a
 //     deletion's plan (patchplan.MakeDeletion): every write to a target,
 //     through the core's guarded commit, each after the records it

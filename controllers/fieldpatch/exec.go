@@ -59,7 +59,7 @@ type targetWriter struct {
 // writer is the patchplan.Writer of p.
 func (e *executor) writer(p *pass) patchplan.Writer { return targetWriter{e, p} }
 
-func (w targetWriter) SaveRecord(ctx context.Context, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+func (w targetWriter) SaveRecord(ctx context.Context, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, bool, error) {
 	return w.e.records.saveRecord(ctx, w.p, owners, present, change)
 }
 
@@ -79,9 +79,9 @@ func (w targetWriter) LetGo(ctx context.Context, live *unstructured.Unstructured
 // RecordTakes records the owners of fields the apply forces that the
 // plan did not foresee: their previous values, then their owners
 // (recordTakes).
-func (w targetWriter) RecordTakes(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
+func (w targetWriter) RecordTakes(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, bool, error) {
 	if err := w.e.records.savePreviousValues(ctx, w.p, decidedOn, forced); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return w.e.records.recordTakes(ctx, w.p, forced)
 }
@@ -226,10 +226,13 @@ func (e *executor) giveBack(ctx context.Context, applier *ownershipcore.Applier,
 	if !ownershipcore.HasManager(live, manager) {
 		return nil
 	}
-	plan, err := patchplan.MakeDeletion(ctx, applier, patchplan.DeletionInput{Policy: policy, Status: st, Live: live, Manager: manager,
-		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
-			return e.records.readPreviousValues(ctx, applier, u, st.TargetUID)
-		}})
+	var previous *unstructured.Unstructured
+	if policy == v1alpha1.DeletionPolicyRestore {
+		if previous, err = e.records.readPreviousValues(ctx, applier, u, st.TargetUID); err != nil {
+			return err
+		}
+	}
+	plan, err := patchplan.MakeDeletion(applier, patchplan.DeletionInput{Policy: policy, Status: st, Live: live, Manager: manager, PreviousValues: previous})
 	if err != nil {
 		return err
 	}
@@ -259,8 +262,8 @@ func (w letGoWriter) LetGo(ctx context.Context, live *unstructured.Unstructured,
 	return w.applier.LetGo(ctx, w.ref, live, w.manager, give)
 }
 
-func (letGoWriter) SaveRecord(context.Context, ownershipcore.ManagedFields, *fieldset.Set, func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
-	return nil, errNotDeletion
+func (letGoWriter) SaveRecord(context.Context, ownershipcore.ManagedFields, *fieldset.Set, func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, bool, error) {
+	return nil, false, errNotDeletion
 }
 
 func (letGoWriter) SavePreviousValues(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) error {
@@ -271,8 +274,8 @@ func (letGoWriter) Apply(context.Context, *unstructured.Unstructured, ownershipc
 	return ownershipcore.Result{}, errNotDeletion
 }
 
-func (letGoWriter) RecordTakes(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
-	return nil, errNotDeletion
+func (letGoWriter) RecordTakes(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, bool, error) {
+	return nil, false, errNotDeletion
 }
 
 func (letGoWriter) StoredRecord(context.Context) (*ownershipcore.Ledger, bool) { return nil, false }

@@ -23,6 +23,7 @@ import (
 	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore"
+	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
 // pass is the state the phases of one reconcile of one patch share, in
@@ -40,8 +41,10 @@ type pass struct {
 	plan *patchplan.Plan
 	d    *patchintent.Decision
 	out  patchplan.Outcome
-	// ignoreFailure is this reconcile's failure of an ignorable-paths
-	// plugin (PluginFailure: pluginCondition, strategy).
+	// ignore are the fields the intent leaves out (ignorePaths and the
+	// ignorable-paths plugins'); ignoreFailure is this reconcile's failure
+	// of such a plugin (PluginFailure: pluginCondition, strategy).
+	ignore        *fieldset.Set
 	ignoreFailure string
 	// current is what the apply starts from: the target as read, or as the
 	// give-back of dropped fields left it.

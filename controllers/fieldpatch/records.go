@@ -79,7 +79,7 @@ func (s *records) writes() *skeleton.Writes { return s.Writes }
 //
 // Nothing is written when the stored record already has every forced
 // field and shares none of them.
-func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
+func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipcore.Conflict) (_ func(*ownershipcore.Ledger) bool, wrote bool, _ error) {
 	owners, present := p.d.Owners, p.d.Present
 	stale := false
 	for _, c := range forced {
@@ -91,29 +91,33 @@ func (s *records) recordTakes(ctx context.Context, p *pass, forced []ownershipco
 	if stale {
 		live, err := p.applier.GetFresh(ctx, p.ref)
 		if err != nil {
-			return nil, fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), err)
+			return nil, false, fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), err)
 		}
 		if live == nil || string(live.GetUID()) != uid {
-			return nil, fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), ownershipcore.ErrTargetGone)
+			return nil, false, fmt.Errorf("read %s for the record of previous owners: %w", objectName(p.ref), ownershipcore.ErrTargetGone)
 		}
 		if owners, present, err = s.observeTarget(live); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	record, unread, err := patchplan.ForcedRecord(ctx, p.applier, p.applier.GetFresh, owners, forced, p.manager, p.live)
+	chains, unread, err := patchintent.InheritedRecords(ctx, p.applier.GetFresh, owners, patchintent.ForcedFields(forced), p.manager, uid)
 	s.reportUnread(p, unread)
+	if err != nil {
+		return nil, false, err
+	}
+	record, err := patchplan.ForcedRecord(ctx, p.applier, chains, owners, forced, p.manager, p.live)
 	if errors.As(err, new(*patchintent.ForceRefusedError)) {
 		// Terminal: a change of the patch or of the target reconciles it
 		// again.
-		return nil, skeleton.Terminal(ReasonConflict, "%v", err)
+		return nil, false, skeleton.Terminal(ReasonConflict, "%v", err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// The reconcile's own record (with what it did since it read the
 	// status) takes the same change (patchplan.Execute).
-	_, err = s.saveRecord(ctx, p, owners, present, record)
-	return record, err
+	_, wrote, err = s.saveRecord(ctx, p, owners, present, record)
+	return record, wrote, err
 }
 
 // reportUnread reports each record of a fieldops patch the account may
@@ -135,20 +139,21 @@ func (s *records) reportUnread(p *pass, unread []patchintent.Unread) {
 // resourceVersion, so the record and the write are ordered by the
 // apiserver, not by timing, and a stale cached copy never overwrites a
 // newer record with a fragment. Nothing is written when the stored record
-// stays as it is. It returns the record as saved (or as stored, when
-// nothing was written).
-func (s *records) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+// stays as it is (wrote false). It returns the record as saved (or as
+// stored, when nothing was written).
+func (s *records) saveRecord(ctx context.Context, p *pass, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (_ *ownershipcore.Ledger, wrote bool, _ error) {
 	if p.target != nil {
-		return saveTargetRecord(p, owners, present, change)
+		l, err := saveTargetRecord(p, owners, present, change)
+		return l, false, err
 	}
 	uid := p.uid()
 	fresh := s.newObject()
 	if err := s.reader().Get(ctx, client.ObjectKeyFromObject(p.obj), fresh); err != nil {
-		return nil, fmt.Errorf("read %s for the record of previous owners: %w", p.obj.GetName(), err)
+		return nil, false, fmt.Errorf("read %s for the record of previous owners: %w", p.obj.GetName(), err)
 	}
 	l, err := patchintent.ReadLedger(fresh.PatchStatus(), uid)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	l.Follow(owners, present, p.manager)
 	if change != nil {
@@ -161,22 +166,22 @@ func (s *records) saveRecord(ctx context.Context, p *pass, owners ownershipcore.
 	// apply fails).
 	snapshot := fresh.DeepCopyObject().(v1alpha1.Patcher)
 	if err := patchintent.WriteLedger(fresh.PatchStatus(), l, uid); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if equality.Semantic.DeepEqual(snapshot.PatchStatus(), fresh.PatchStatus()) {
-		return l, nil
+		return l, false, nil
 	}
 	rv := fresh.GetResourceVersion()
 	if err := s.Client.Status().Patch(ctx, fresh, client.MergeFromWithOptions(snapshot, client.MergeFromWithOptimisticLock{})); err != nil {
 		s.writes().Unsure(p.obj, err)
-		return nil, fmt.Errorf("record previous owners: %w", err)
+		return nil, false, fmt.Errorf("record previous owners: %w", err)
 	}
 	s.writes().Wrote(fresh, rv)
 	if p.obj.GetResourceVersion() != rv && fresh.GetResourceVersion() != rv {
 		// The cached copy we started from is older too.
 		s.writes().WrittenAt(p.obj, p.obj.GetResourceVersion(), fresh.GetResourceVersion())
 	}
-	return l, nil
+	return l, true, nil
 }
 
 // refreshRecord reads obj fresh from the apiserver and, when its record of

@@ -20,11 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
-	"github.com/fieldops/fieldops/controllers/internal/conditions"
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 	"github.com/fieldops/fieldops/controllers/internal/skeleton"
 	"github.com/fieldops/fieldops/controllers/internal/tenant"
-	"github.com/fieldops/fieldops/internal/conflicts"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/patchplan"
 	"github.com/fieldops/fieldops/ownershipcore"
@@ -32,9 +30,10 @@ import (
 	"github.com/fieldops/fieldops/plugins/host"
 )
 
-// runner runs the single-target phases (plan, drift, execute, applied,
-// report) of a unit: it makes the reconcile's plan (patchplan.Make),
-// looks for drift, and runs the plan with the executor's writer
+// runner runs the single-target phases (intent, drift, plan, execute,
+// applied, report) of a unit: it decides the intent (patchintent.Decide),
+// looks for drift, makes the reconcile's plan (patchplan.MakeWith) and
+// runs it with the executor's writer
 // (patchplan.Execute), the same executor kubectl fieldops plan runs with
 // dry runs.
 type runner struct {
@@ -47,29 +46,48 @@ type runner struct {
 	exec     *executor
 }
 
-// phasePlan makes the reconcile's plan (patchplan.Make): the intent and
-// the record of previous owners followed to the target as read, the
-// fields that left the patch to give back, and the apply as the
-// ownership core decides it with the patch's conflict strategy (a
-// plugin is asked here, before any write).
-func (n *runner) phasePlan(ctx context.Context, p *pass) (skeleton.Step, error) {
+// phaseIntent decides the reconcile (patchintent.Decide): the intent and
+// its field set, and the record of previous owners followed to the
+// target as read.
+func (n *runner) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error) {
 	var err error
-	p.plan, p.ignoreFailure, err = n.makePlan(ctx, p)
+	p.d, p.ignore, p.ignoreFailure, err = n.decide(ctx, p)
 	var invalid *skeleton.ReasonError
 	if errors.As(err, &invalid) && invalid.Reason == ReasonInvalidPatch && p.spec.Type == v1alpha1.PatchTypeJSON && n.records.refreshRecord(ctx, p.unit) {
 		// A JSON patch's test ops are judged with the record of the fields
 		// the patch took; a cached FieldPatch may lag behind our own last
 		// status write, so judge again with the apiserver's.
-		p.plan, p.ignoreFailure, err = n.makePlan(ctx, p)
+		p.d, p.ignore, p.ignoreFailure, err = n.decide(ctx, p)
 	}
 	pluginCondition(p.unit, p.ignoreFailure)
+	if err != nil {
+		return fail(p.unit, err)
+	}
+	return skeleton.Next(), nil
+}
+
+// phasePlan makes the reconcile's plan (patchplan.MakeWith) from the
+// decision: the fields that left the patch to give back, the apply as
+// the ownership core decides it with the patch's conflict strategy (a
+// plugin is asked here, once per conflict, before any write), and the
+// record of the forced fields' owners. It runs after the drift check: a
+// reconcile that backs off asks no plugin and reads no record.
+func (n *runner) phasePlan(ctx context.Context, p *pass) (skeleton.Step, error) {
+	strategy, err := n.strategy(p.unit, p.ignoreFailure)
+	if err != nil {
+		return fail(p.unit, err)
+	}
+	in := patchplan.Input{Spec: p.spec, Status: p.st, Live: p.live, Manager: p.manager, Ignore: p.ignore, Strategy: strategy}
+	p.plan, err = patchplan.MakeWith(ctx, p.applier, p.d, in, patchplan.Readers{Records: p.applier.GetFresh,
+		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return n.records.readPreviousValues(ctx, p.applier, p.unit, p.uid())
+		}})
 	switch {
 	case errors.Is(err, ownershipcore.ErrTargetGone):
 		return n.targetMissing(p.unit, p.ref)
 	case err != nil:
 		return fail(p.unit, tenant.Explain(p.account, err))
 	}
-	p.d = p.plan.Decision
 	n.records.reportUnread(p, p.plan.Unread)
 	return skeleton.Next(), nil
 }
@@ -87,12 +105,16 @@ func (n *runner) phaseExecute(ctx context.Context, p *pass) (skeleton.Step, erro
 		p.current = out.Given
 	}
 	n.exec.gaveBackEvent(p, out.GaveBack)
-	var step *patchplan.StepError
-	switch {
-	case errors.Is(err, errRecordFirst):
+	if errors.Is(err, errRecordFirst) {
 		return skeleton.Stop(ctrl.Result{}), nil // a selector patch saves it, then applies
-	case errors.As(err, &step) && step.Write != patchplan.WriteApply:
-		return fail(p.unit, tenant.Explain(p.account, step.Err))
+	}
+	var step *patchplan.StepError
+	if errors.As(err, &step) {
+		err = step.Err
+		if step.Write != patchplan.WriteApply && !errors.Is(err, ownershipcore.ErrTargetGone) {
+			n.exec.observe(p.ref.GetKind(), p.res, err, p.drifter)
+			return fail(p.unit, tenant.Explain(p.account, err))
+		}
 	}
 	return n.applied(ctx, p, tenant.Explain(p.account, err))
 }
@@ -282,48 +304,6 @@ func (n *runner) contested(u *unit, manager, msg string, now time.Time) time.Dur
 	return 0
 }
 
-// makePlan makes the plan (patchplan.Make) with the intent built for the
-// patch type, without ignorePaths and the paths the ignorable-paths
-// plugins name, and the patch's conflict strategy. ignoreFailure is the
-// failure of such a plugin, if one failed (its event is recorded here;
-// pluginCondition reports it).
-func (n *runner) makePlan(ctx context.Context, p *pass) (_ *patchplan.Plan, ignoreFailure string, _ error) {
-	u, spec, live := p.unit, p.spec, p.live
-	ignore, err := ownershipcore.ParsePathSet(spec.IgnorePaths)
-	if err != nil {
-		return nil, "", skeleton.Terminal(ReasonInvalidIgnorePath, "ignorePaths: %v", err)
-	}
-	extra, failed, err := n.Plugins.IgnoredPaths(ctx, spec.IgnorePlugins, live)
-	if err != nil {
-		return nil, "", skeleton.Terminal(ReasonPluginUnavailable, "ignorePlugins: %v", err)
-	}
-	for _, f := range failed {
-		ignoreFailure = fmt.Sprintf("%v; no extra paths ignored", f)
-		u.event(corev1.EventTypeWarning, ReasonPluginFailed, "%s", ignoreFailure)
-	}
-	strategy, err := n.strategy(u, ignoreFailure)
-	if err != nil {
-		return nil, ignoreFailure, err
-	}
-	plan, err := patchplan.Make(ctx, p.applier, patchplan.Input{
-		Spec: spec, Status: u.st, Live: live, Manager: p.manager, Ignore: ignore.Union(extra), Strategy: strategy,
-		Records: p.applier.GetFresh,
-		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
-			return n.records.readPreviousValues(ctx, p.applier, u, p.uid())
-		},
-	})
-	var invalid *patchintent.InvalidError
-	switch {
-	case errors.As(err, &invalid):
-		return nil, ignoreFailure, skeleton.Terminal(ReasonInvalidPatch, "%v", invalid.Err)
-	case errors.Is(err, ownershipcore.ErrUnknownKind):
-		return nil, ignoreFailure, &skeleton.ReasonError{Reason: ReasonUnknownKind, Err: err}
-	case err != nil:
-		return nil, ignoreFailure, err
-	}
-	return plan, ignoreFailure, nil
-}
-
 // drifter reports drift on fields (intent fields this patch wrote
 // before): whether a field's live value differs from the intent, and the
 // manager that owns a drifted field now (empty when the field was removed
@@ -342,53 +322,12 @@ func (n *runner) drifter(live *unstructured.Unstructured, owners ownershipcore.M
 	return who, true, nil
 }
 
-// strategy is the conflict strategy of the patch: a built-in policy, or
-// the plugin conflictPlugin with conflictPluginFallback (Fail by default)
-// when it fails, the failure reported as a PluginFailed event. A policy or
-// fallback it does not know (which admission refuses) is an InvalidPatch
-// error, never a nil strategy.
-//
-// When the plugin is asked, PluginFailure says how it answered: True with
-// its failure, or (it answered) ignoreFailure, this reconcile's failure of
-// an ignorable-paths plugin, if any.
-func (n *runner) strategy(u *unit, ignoreFailure string) (ownershipcore.ConflictStrategy, error) {
-	spec := u.spec
-	if spec.ConflictPolicy != v1alpha1.ConflictPolicyPlugin {
-		s, err := builtinStrategy(spec.ConflictPolicy)
-		if err != nil {
-			return nil, err
-		}
-		return conflicts.Rules(spec.ConflictRules, s), nil
-	}
-	fallback, err := fallbackStrategy(spec.ConflictPluginFallback)
-	if err != nil {
-		return nil, err
-	}
-	failed := false
-	s, err := n.Plugins.Strategy(spec.ConflictPlugin, fallback, func(err error) {
-		failed = true
-		msg := fmt.Sprintf("%v; conflicts decided by conflictPluginFallback", err)
-		u.event(corev1.EventTypeWarning, ReasonPluginFailed, "%s", msg)
-		conditions.SetPluginFailure(&u.st.Conditions, u.gen(), msg)
-	})
-	if err != nil {
-		return nil, skeleton.Terminal(ReasonPluginUnavailable, "conflictPlugin: %v", err)
-	}
-	// The condition changes only when the plugin is asked: it stays True
-	// through reconciles with no conflict, and goes once it answers.
-	answered := func() {
-		if !failed {
-			conditions.SetPluginFailure(&u.st.Conditions, u.gen(), ignoreFailure)
-		}
-	}
-	return conflicts.Rules(spec.ConflictRules, askedStrategy{s, answered}), nil
-}
-
 // phases are the single-target phases a unit runs.
 func (n *runner) phases() []skeleton.Phase[*pass] {
 	return []skeleton.Phase[*pass]{
-		{Name: "plan", Run: n.phasePlan},
+		{Name: "intent", Run: n.phaseIntent},
 		{Name: "drift", Run: n.phaseDrift},
+		{Name: "plan", Run: n.phasePlan},
 		{Name: "execute", Run: n.phaseExecute},
 		{Name: "applied", Run: n.phaseApplied},
 		{Name: "report", Run: n.phaseReport},

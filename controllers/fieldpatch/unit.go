@@ -13,8 +13,8 @@ import (
 	"github.com/fieldops/fieldops/controllers/internal/notes"
 )
 
-// unit is what one run of the single-target phases (plan, drift,
-// execute, applied, report) works on: a patch with spec.target, or
+// unit is what one run of the single-target phases (intent, drift,
+// plan, execute, applied, report) works on: a patch with spec.target, or
 // one target of a selector patch. The phases read spec and read and write
 // st, never the status of obj directly: the targets of a selector patch
 // run at once, each on its own record.

@@ -127,14 +127,14 @@ func (p *Planner) deletionRows(ctx context.Context, obj v1alpha1.Patcher, cluste
 	policy := obj.PatchSpec().DeletionPolicy
 	// The controller's own plan of the deletion (patchplan.MakeDeletion),
 	// run by the same executor with the model's give-back (dryRun).
-	plan, err := patchplan.MakeDeletion(ctx, p.Applier, patchplan.DeletionInput{Policy: policy, Status: obj.PatchStatus(), Live: live, Manager: manager,
-		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
-			values, note := p.previousValues(ctx, obj, cluster, string(live.GetUID()))
-			if note != "" {
-				notes = append(notes, note)
-			}
-			return values, nil
-		}})
+	var previous *unstructured.Unstructured
+	if policy == v1alpha1.DeletionPolicyRestore {
+		var note string
+		if previous, note = p.previousValues(ctx, obj, cluster, string(live.GetUID())); note != "" {
+			notes = append(notes, note)
+		}
+	}
+	plan, err := patchplan.MakeDeletion(p.Applier, patchplan.DeletionInput{Policy: policy, Status: obj.PatchStatus(), Live: live, Manager: manager, PreviousValues: previous})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -382,23 +382,19 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	if err != nil {
 		return plan.invalid(fmt.Errorf("ignorePaths: %w", err)), nil
 	}
-	// The controller's own plan (patchplan.Make), run by the same
+	// The controller's own plan (patchplan.MakeWith), run by the same
 	// executor with dry runs (dryRun).
-	made, err := patchplan.Make(ctx, p.Applier, patchplan.Input{
-		Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore, Strategy: strategy, Records: p.Applier.GetFresh,
-		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
-			values, _ := p.previousValues(ctx, obj, cluster, string(live.GetUID()))
-			return values, nil
-		},
-	})
+	in := patchplan.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore, Strategy: strategy}
+	made, err := p.makePlan(ctx, obj, cluster, in)
 	if err != nil {
 		return plan.invalid(err), nil
 	}
-	w := &dryRun{applier: p.Applier, manager: manager, live: live, owners: made.Decision.Owners, record: made.Decision.Ledger}
+	d := made.Decision
+	w := &dryRun{applier: p.Applier, manager: manager, live: live, owners: d.Owners, record: d.Ledger, status: st}
 	out, err := patchplan.Execute(ctx, made, w)
 	pp.Writes = out.Sent
 	pp.Notes = append(pp.Notes, unreadNotes(append(made.Unread, w.unread...))...)
-	pp.Events = made.Expected().Events
+	pp.Events = patchplan.Expect(made, out, errors.Unwrap(err)).Events
 	plan, done := plan.applied(out.Result, err)
 	if done {
 		return plan, nil
@@ -413,8 +409,20 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	if err != nil {
 		return plan, err
 	}
-	d := made.Decision
 	return p.planFields(plan, spec, d, out.Record, d.Owners.Applied(manager), after, made.GiveBack, out.Result), nil
+}
+
+// makePlan makes the controller's plan of in (patchplan.MakeWith), with
+// the records and previous values read with p's rights.
+func (p *Planner) makePlan(ctx context.Context, obj v1alpha1.Patcher, cluster bool, in patchplan.Input) (*patchplan.Plan, error) {
+	d, err := patchintent.Decide(p.Applier, patchintent.Input{Spec: in.Spec, Status: in.Status, Live: in.Live, Manager: in.Manager, Ignore: in.Ignore})
+	if err != nil {
+		return nil, err
+	}
+	return patchplan.MakeWith(ctx, p.Applier, d, in, patchplan.Readers{Records: p.Applier.GetFresh, PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
+		values, _ := p.previousValues(ctx, obj, cluster, string(in.Live.GetUID()))
+		return values, nil
+	}})
 }
 
 // unreadNotes say which records of fieldops patches the plan could not
@@ -440,6 +448,8 @@ type dryRun struct {
 	live   *unstructured.Unstructured
 	owners ownershipcore.ManagedFields
 	record *ownershipcore.Ledger
+	// status is the patch's status the record was read from.
+	status *v1alpha1.FieldPatchStatus
 	// answer is a dry run's answer that forced fields outside the
 	// record; unread the records RecordTakes could not read.
 	answer *ownershipcore.Result
@@ -450,10 +460,14 @@ type dryRun struct {
 
 // SaveRecord is the record as the controller would save it: the plan's
 // record with the change.
-func (w *dryRun) SaveRecord(_ context.Context, _ ownershipcore.ManagedFields, _ *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+func (w *dryRun) SaveRecord(_ context.Context, _ ownershipcore.ManagedFields, _ *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, bool, error) {
 	l := w.record.Copy()
 	change(l)
-	return l, nil
+	next := &v1alpha1.FieldPatchStatus{}
+	if err := patchintent.WriteLedger(next, l, string(w.live.GetUID())); err != nil {
+		return nil, false, err
+	}
+	return l, !patchintent.SameLedger(w.status, next, string(w.live.GetUID())), nil
 }
 
 func (dryRun) SavePreviousValues(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) error {
@@ -523,10 +537,18 @@ func recordedAll(forced []ownershipcore.Conflict, recorded *fieldset.Set) bool {
 // RecordTakes is the record of the fields the dry run forces that the
 // plan did not foresee, as the controller makes it
 // (patchplan.ForcedRecord: refused for owners in another version).
-func (w *dryRun) RecordTakes(ctx context.Context, _ *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
-	change, unread, err := patchplan.ForcedRecord(ctx, w.applier, w.applier.GetFresh, w.owners, forced, w.manager, w.live)
+func (w *dryRun) RecordTakes(ctx context.Context, _ *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, bool, error) {
+	chains, unread, err := patchintent.InheritedRecords(ctx, w.applier.GetFresh, w.owners, patchintent.ForcedFields(forced), w.manager, string(w.live.GetUID()))
 	w.unread = append(w.unread, unread...)
-	return change, err
+	if err != nil {
+		return nil, false, err
+	}
+	change, err := patchplan.ForcedRecord(ctx, w.applier, chains, w.owners, forced, w.manager, w.live)
+	if err != nil {
+		return nil, false, err
+	}
+	_, wrote, err := w.SaveRecord(ctx, nil, nil, change)
+	return change, wrote, err
 }
 
 func (dryRun) StoredRecord(context.Context) (*ownershipcore.Ledger, bool) { return nil, false }

@@ -23,6 +23,7 @@ import (
 	"github.com/fieldops/fieldops/internal/names"
 	"github.com/fieldops/fieldops/internal/patchintent"
 	"github.com/fieldops/fieldops/internal/patchplan"
+	"github.com/fieldops/fieldops/internal/patchtarget"
 	"github.com/fieldops/fieldops/ownershipcore/redact"
 )
 
@@ -151,9 +152,10 @@ func (p *Planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patch
 		if err != nil {
 			return nil, err
 		}
-		if pp := plan.Patch; pp != nil && st.TargetUID == "" && plan.Reason == "" {
-			// A target with no record yet gets one before any write
-			// (the controller's recordAhead): its deletion finds it there.
+		if pp := plan.Patch; pp != nil && st.TargetUID == "" && plan.Reason != patchtarget.ReasonForbiddenTarget {
+			// A target with no record yet gets one before any write (the
+			// controller's recordAhead), whatever its pass then does: its
+			// deletion finds it there. fieldops's own objects get none.
 			pp.Writes = append([]patchplan.Write{patchplan.WriteRecord}, pp.Writes...)
 		}
 		plans = append(plans, plan)

@@ -106,7 +106,13 @@ func (d *Decision) SaveFirst() bool {
 // status.previousOwners lists only what the patch took. dropped is empty
 // when there is nothing to let go of.
 func (d *Decision) GiveBack() (give ownershipcore.LetGo, dropped, forget *fieldset.Set) {
-	l := d.Ledger.Copy()
+	return d.GiveBackFrom(d.Ledger)
+}
+
+// GiveBackFrom is GiveBack from the record l (the record as saved, when
+// it differs from the one the decision read); l is left as it was.
+func (d *Decision) GiveBackFrom(l *ownershipcore.Ledger) (give ownershipcore.LetGo, dropped, forget *fieldset.Set) {
+	l = l.Copy()
 	ours := d.Owners.Applied(d.Manager)
 	if ours == nil {
 		return ownershipcore.LetGo{}, fieldset.NewSet(), l.Recorded.Difference(d.IntentSet)

@@ -22,10 +22,12 @@ import (
 // of kubectl fieldops plan. Execute calls it in the plan's order.
 type Writer interface {
 	// SaveRecord saves the record of previous owners before a target
-	// write: the record as stored, followed to the target as read
-	// (owners, present), then changed by change; guarded by the
-	// patch's resourceVersion. It returns the record as saved.
-	SaveRecord(ctx context.Context, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error)
+	// write: the record as stored (read fresh, not from a cache),
+	// followed to the target as read (owners, present), then changed by
+	// change; guarded by the patch's resourceVersion, and not written
+	// when it stays as stored (wrote false). It returns the record as
+	// saved.
+	SaveRecord(ctx context.Context, owners ownershipcore.ManagedFields, present *fieldset.Set, change func(*ownershipcore.Ledger) bool) (_ *ownershipcore.Ledger, wrote bool, _ error)
 	// SavePreviousValues keeps the values the forced fields hold in
 	// decidedOn (deletionPolicy Restore).
 	SavePreviousValues(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) error
@@ -38,8 +40,8 @@ type Writer interface {
 	// forces that the plan did not foresee (the target changed since the
 	// plan, or the apiserver named conflicts the model could not see):
 	// previous values first, then the record. It returns the change it
-	// made to the record.
-	RecordTakes(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error)
+	// made to the record, and whether the record was written.
+	RecordTakes(ctx context.Context, decidedOn *unstructured.Unstructured, forced []ownershipcore.Conflict) (_ func(*ownershipcore.Ledger) bool, wrote bool, _ error)
 	// StoredRecord reads the record as stored now, when it can differ
 	// from the one the plan was made from (a cached copy of the patch
 	// behind the apiserver); ok false when it cannot.
@@ -93,12 +95,23 @@ const applyAttempts = 3
 func Execute(ctx context.Context, p *Plan, w Writer) (Outcome, error) {
 	d := p.Decision
 	out := Outcome{Record: p.Record.Copy()}
+	give := giving{p.GiveBack, p.Dropped, p.Forget}
 	if p.SaveRecord {
-		saved, err := w.SaveRecord(ctx, d.Owners, d.Present, p.recordChange)
+		saved, wrote, err := w.SaveRecord(ctx, d.Owners, d.Present, p.recordChange)
 		if err != nil {
 			return out, &StepError{WriteRecord, err}
 		}
-		out.Sent, out.Record = append(out.Sent, WriteRecord), saved.Copy()
+		out.Record = saved.Copy()
+		if wrote {
+			out.Sent = append(out.Sent, WriteRecord)
+		}
+		if !p.Dropped.Empty() {
+			// What is given back follows the record as saved, read fresh:
+			// a cached copy of the patch may be behind it.
+			restore := give.LetGo.Restore
+			give.LetGo, give.dropped, give.forget = d.GiveBackFrom(saved)
+			give.LetGo.Restore = restore
+		}
 	}
 	if p.PreviousValues {
 		if err := w.SavePreviousValues(ctx, p.Apply.Object(), p.Forced()); err != nil {
@@ -106,7 +119,7 @@ func Execute(ctx context.Context, p *Plan, w Writer) (Outcome, error) {
 		}
 		out.Sent = append(out.Sent, WritePreviousValues)
 	}
-	current, err := giveBack(ctx, p, w, &out)
+	current, err := giveBack(ctx, p, give, w, &out)
 	if err != nil {
 		return out, err
 	}
@@ -122,19 +135,27 @@ func Execute(ctx context.Context, p *Plan, w Writer) (Outcome, error) {
 	return out, apply(ctx, p, w, current, &out)
 }
 
-// giveBack sends the plan's give-back and returns the target it leaves.
-func giveBack(ctx context.Context, p *Plan, w Writer, out *Outcome) (*unstructured.Unstructured, error) {
+// giving is a give-back: the LetGo of dropped, and the fields the record
+// forgets once it is written.
+type giving struct {
+	ownershipcore.LetGo
+	dropped, forget *fieldset.Set
+}
+
+// giveBack sends the plan's give-back (g) and returns the target it
+// leaves.
+func giveBack(ctx context.Context, p *Plan, g giving, w Writer, out *Outcome) (*unstructured.Unstructured, error) {
 	live := p.Decision.Live
-	if !p.givesBack() {
-		out.Record.Forget(p.Forget)
+	if !p.Deletion && g.dropped.Empty() {
+		out.Record.Forget(g.forget)
 		return live, nil
 	}
-	res, o, err := w.LetGo(ctx, live, p.GiveBack)
+	res, o, err := w.LetGo(ctx, live, g.LetGo)
 	if err != nil {
 		return nil, &StepError{WriteGiveBack, err}
 	}
 	// Given back: no longer the patch's to give back.
-	out.Record.Forget(p.Forget)
+	out.Record.Forget(g.forget)
 	out.GaveBack = o
 	if o.Restored != nil && !o.Restored.Empty() {
 		out.Sent = append(out.Sent, WriteRestore)
@@ -160,6 +181,7 @@ func apply(ctx context.Context, p *Plan, w Writer, current *unstructured.Unstruc
 	}
 	opts := ownershipcore.ApplyOptions{FieldManager: d.Manager, UID: d.Live.GetUID(), Live: current, Planned: p.Apply, Recorded: patchintent.ForcedFields(p.Forced())}
 	opts.Conflicts = p.Strategy
+	dropped := false // a Drop is listed once
 	for attempt := 1; ; attempt++ {
 		res, err := w.Apply(ctx, d.Intent, opts)
 		out.Result = res
@@ -170,25 +192,38 @@ func apply(ctx context.Context, p *Plan, w Writer, current *unstructured.Unstruc
 			}
 			break
 		}
-		if first.Plan != nil && first.Plan.Wrote() {
-			out.Sent = append(out.Sent, WriteDrop)
+		if err := revise(ctx, w, first, &opts, &dropped, out); err != nil {
+			return err
 		}
-		change, err := w.RecordTakes(ctx, first.Object, first.Forced)
-		if err != nil {
-			return &StepError{WriteRecord, err}
-		}
-		change(out.Record)
-		out.Sent, out.Revised = append(out.Sent, WriteRecord), true
-		opts.Recorded = opts.Recorded.Union(patchintent.ForcedFields(first.Forced))
-		opts.Planned, opts.Live = first.Plan, first.Object
 	}
-	if out.Result.DroppedFirst {
+	if out.Result.DroppedFirst && !dropped {
 		out.Sent = append(out.Sent, WriteDrop)
 	}
 	if out.Result.Wrote() && !out.Result.ApplyUnsent {
 		out.Sent = append(out.Sent, WriteApply)
 	}
 	return applied(ctx, p, w, out)
+}
+
+// revise records, before the apply is sent again, the fields the core
+// would force that the record does not hold (first: its
+// RecordFirstError), and sends the apply as the core decided it then
+// (opts).
+func revise(ctx context.Context, w Writer, first *ownershipcore.RecordFirstError, opts *ownershipcore.ApplyOptions, dropped *bool, out *Outcome) error {
+	if first.Plan != nil && first.Plan.Wrote() && !*dropped {
+		out.Sent, *dropped = append(out.Sent, WriteDrop), true
+	}
+	change, wrote, err := w.RecordTakes(ctx, first.Object, first.Forced)
+	if err != nil {
+		return &StepError{WriteRecord, err}
+	}
+	change(out.Record)
+	if out.Revised = true; wrote {
+		out.Sent = append(out.Sent, WriteRecord)
+	}
+	opts.Recorded = opts.Recorded.Union(patchintent.ForcedFields(first.Forced))
+	opts.Planned, opts.Live = first.Plan, first.Object
+	return nil
 }
 
 // applied takes the apply's answer into the record: the fields it took

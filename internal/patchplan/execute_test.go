@@ -41,10 +41,9 @@ func (r *recorder) ask(w Write) error {
 	return nil
 }
 
-func (r *recorder) SaveRecord(_ context.Context, _ ownershipcore.ManagedFields, _ *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, error) {
+func (r *recorder) SaveRecord(_ context.Context, _ ownershipcore.ManagedFields, _ *fieldset.Set, change func(*ownershipcore.Ledger) bool) (*ownershipcore.Ledger, bool, error) {
 	l := ownershipcore.NewLedger()
-	change(l)
-	return l, r.ask(WriteRecord)
+	return l, change(l), r.ask(WriteRecord)
 }
 
 func (r *recorder) SavePreviousValues(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) error {
@@ -65,8 +64,8 @@ func (r *recorder) Apply(_ context.Context, _ *unstructured.Unstructured, opts o
 	return ownershipcore.Result{Action: ownershipcore.ActionConfigured}, r.ask(WriteApply)
 }
 
-func (r *recorder) RecordTakes(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, error) {
-	return func(*ownershipcore.Ledger) bool { return true }, r.ask(WriteRecord)
+func (r *recorder) RecordTakes(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) (func(*ownershipcore.Ledger) bool, bool, error) {
+	return func(*ownershipcore.Ledger) bool { return true }, true, r.ask(WriteRecord)
 }
 
 func (r *recorder) StoredRecord(context.Context) (*ownershipcore.Ledger, bool) { return nil, false }
@@ -77,11 +76,7 @@ func (r *recorder) StoredRecord(context.Context) (*ownershipcore.Ledger, bool) {
 func TestExecuteOrder(t *testing.T) {
 	helmOwnsA := configMap(map[string]interface{}{"a": "1"}, [2]string{"helm", `{"f:data":{"f:a":{}}}`})
 	restore := func(t *testing.T) *Plan {
-		p, err := Make(context.Background(), applier(), input(t, helmOwnsA, nil, v1alpha1.ConflictPolicyForce, v1alpha1.DeletionPolicyRestore, map[string]interface{}{"a": "2"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return mk(t, input(t, helmOwnsA, nil, v1alpha1.ConflictPolicyForce, v1alpha1.DeletionPolicyRestore, map[string]interface{}{"a": "2"}))
 	}
 	tests := []struct {
 		name  string
@@ -126,10 +121,7 @@ func TestExecuteOrder(t *testing.T) {
 // TestExecuteRevised: an apply that forces a field the plan did not
 // foresee (the core's RecordFirstError) is recorded first, then sent.
 func TestExecuteRevised(t *testing.T) {
-	p, err := Make(context.Background(), applier(), input(t, configMap(nil), nil, "", "", map[string]interface{}{"a": "1"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mk(t, input(t, configMap(nil), nil, "", "", map[string]interface{}{"a": "1"}))
 	r := &recorder{firstForced: []ownershipcore.Conflict{{Manager: "helm", Path: mustPath(t, ".data.a")}}}
 	out, err := Execute(context.Background(), p, r)
 	if err != nil {
@@ -143,7 +135,7 @@ func TestExecuteRevised(t *testing.T) {
 // TestExecuteDeletion: a deletion's plan is one give-back.
 func TestExecuteDeletion(t *testing.T) {
 	live := configMap(map[string]interface{}{"a": "1"}, [2]string{manager, `{"f:data":{"f:a":{}}}`})
-	p, err := MakeDeletion(context.Background(), applier(), DeletionInput{Status: &v1alpha1.FieldPatchStatus{TargetUID: "uid-1"}, Live: live, Manager: manager})
+	p, err := MakeDeletion(applier(), DeletionInput{Status: &v1alpha1.FieldPatchStatus{TargetUID: "uid-1"}, Live: live, Manager: manager})
 	if err != nil {
 		t.Fatal(err)
 	}

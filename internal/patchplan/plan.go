@@ -24,8 +24,8 @@ import (
 // the target as read, the patch's field manager, the fields it ignores
 // (spec.ignorePaths with the paths the ignorable-paths plugins named),
 // its conflict strategy (a plugin's included: it is asked while the plan
-// is made, never during a write), and the readers of what the plan
-// depends on besides the target.
+// is made, once per conflict, never during a write), and what the plan
+// depends on besides the target, read before (MakeWith reads it).
 type Input struct {
 	Spec     *v1alpha1.FieldPatchSpec
 	Status   *v1alpha1.FieldPatchStatus
@@ -33,13 +33,57 @@ type Input struct {
 	Manager  string
 	Ignore   *fieldset.Set
 	Strategy ownershipcore.ConflictStrategy
-	// Records reads the records of the FieldPatches and
-	// ClusterFieldPatches the apply forces fields from, with the rights
-	// of the patch's account (patchintent.InheritedRecords).
+	// Records are the records of the FieldPatches and
+	// ClusterFieldPatches among the owners of the fields the apply forces,
+	// read with the rights of the patch's account
+	// (patchintent.InheritedRecords), and Unread those the account may
+	// not read; RecordsRead says they were read (Plan.Lacks).
+	Records     []patchintent.Inherited
+	Unread      []patchintent.Unread
+	RecordsRead bool
+	// PreviousValues are the values a Restore gives back with the fields
+	// that left the patch (nil: none kept); PreviousValuesRead says they
+	// were read.
+	PreviousValues     *unstructured.Unstructured
+	PreviousValuesRead bool
+}
+
+// Readers read what a plan depends on besides the target (MakeWith).
+type Readers struct {
+	// Records reads a FieldPatch or ClusterFieldPatch, with the rights of
+	// the patch's account.
 	Records patchintent.RecordReader
-	// PreviousValues reads the values a Restore gives back with the
-	// fields that left the patch (nil: none kept). Asked only then.
+	// PreviousValues reads a Restore patch's previous values of the
+	// target (nil, nil: none kept).
 	PreviousValues func(ctx context.Context) (*unstructured.Unstructured, error)
+}
+
+// MakeWith makes the plan of d (patchintent.Decide of in) as Make does,
+// reading with r what the plan lacks (Plan.Lacks: the records of the
+// fieldops patches it forces fields from, a Restore's previous values)
+// and making it again with them; in.Strategy is asked once per conflict
+// across both. It writes nothing. Errors: Make's, and read errors (a 403
+// on a record is an Unread).
+func MakeWith(ctx context.Context, applier *ownershipcore.Applier, d *patchintent.Decision, in Input, r Readers) (*Plan, error) {
+	in.Strategy = remember(in.Strategy)
+	p, err := Make(ctx, applier, d, in)
+	if err != nil || !p.Lacks() {
+		return p, err
+	}
+	if p.lacksRecords {
+		forced := patchintent.ForcedFields(p.Forced())
+		if in.Records, in.Unread, err = patchintent.InheritedRecords(ctx, r.Records, d.Owners, forced, in.Manager, string(in.Live.GetUID())); err != nil {
+			return nil, err
+		}
+		in.RecordsRead = true
+	}
+	if p.lacksPreviousValues && r.PreviousValues != nil {
+		if in.PreviousValues, err = r.PreviousValues(ctx); err != nil {
+			return nil, err
+		}
+	}
+	in.PreviousValuesRead = true
+	return Make(ctx, applier, d, in)
 }
 
 // Plan is one reconcile of a patch on one target, decided: what it
@@ -49,7 +93,7 @@ type Input struct {
 // In order: the record of previous owners is saved (SaveRecord) when the
 // apply would destroy what it follows from (Decision.SaveFirst) or
 // forces fields from other managers (their owners, with the records of
-// the fieldops patches among them, Inherited); the values of the forced
+// the fieldops patches among them: Input.Records); the values of the forced
 // fields are kept for a Restore (PreviousValues); the fields that left
 // the patch are let go of (GiveBack); then the intent is applied as
 // decided (Apply), unless the decision refuses it (Refusal).
@@ -62,6 +106,11 @@ type Plan struct {
 	// recorded. SaveRecord says it is written first.
 	Record     *ownershipcore.Ledger
 	SaveRecord bool
+	// RecordChanges: the record as the patch's status holds it (Input)
+	// differs from Record, so SaveRecord writes (Writes). SaveRecord
+	// without it reads the record as stored all the same: a forced apply
+	// is never gated by a cached copy alone.
+	RecordChanges bool
 	// forced is the change forcing makes to a record (ForcedRecord),
 	// applied to Record and, by Execute, to the record as stored.
 	forced func(*ownershipcore.Ledger) bool
@@ -96,7 +145,15 @@ type Plan struct {
 	// in another API version), or an error of the decision (an intent
 	// the model refuses). The writes before the apply still run.
 	Refusal error
+	// lacksRecords, lacksPreviousValues: what Make needed and its input
+	// did not hold (Lacks).
+	lacksRecords, lacksPreviousValues bool
 }
+
+// Lacks reports that the plan was made without something it depends on
+// (Input.RecordsRead, Input.PreviousValuesRead false when it needed
+// them): MakeWith reads it and makes the plan again.
+func (p *Plan) Lacks() bool { return p.lacksRecords || p.lacksPreviousValues }
 
 // Writes are the plan's writes, in the order Execute sends them. The
 // status write that ends a reconcile is not among them; neither is an
@@ -105,7 +162,7 @@ type Plan struct {
 // records them first (Outcome.Revised).
 func (p *Plan) Writes() []Write {
 	var out []Write
-	if p.SaveRecord {
+	if p.SaveRecord && p.RecordChanges {
 		out = append(out, WriteRecord)
 	}
 	if p.PreviousValues {
@@ -141,34 +198,28 @@ func (p *Plan) Forced() []ownershipcore.Conflict {
 	return p.Apply.Forced()
 }
 
-// Make makes the plan of in on applier's model: the decision
-// (patchintent.Decide), the give-back of the fields that left the patch,
-// the apply decided on the target as the give-back leaves it
+// Make makes the plan of d, the decision of in (patchintent.Decide), on
+// applier's model: the give-back of the fields that left the patch, the
+// apply decided on the target as the give-back leaves it
 // (Applier.Decide, which asks in.Strategy), and the record of the forced
-// fields' owners. It writes nothing; it reads the records of the
-// fieldops patches it forces fields from (in.Records) and, for a
-// Restore's give-back, the previous values (in.PreviousValues).
+// fields' owners (ForcedRecord, from in.Records). It writes nothing and
+// reads nothing but the schema the applier holds: the same input makes
+// the same plan. What it needs and in does not hold is left out and
+// reported (Plan.Lacks; MakeWith reads it).
 //
-// Errors: those of patchintent.Decide (an *patchintent.InvalidError,
-// ownershipcore.ErrUnknownKind, a record that does not decode),
-// ownershipcore.ErrTargetGone, and read errors. A refused apply is no
-// error: Plan.Refusal.
-func Make(ctx context.Context, applier *ownershipcore.Applier, in Input) (*Plan, error) {
-	d, err := patchintent.Decide(applier, patchintent.Input{Spec: in.Spec, Status: in.Status, Live: in.Live, Manager: in.Manager, Ignore: in.Ignore})
-	if err != nil {
-		return nil, err
-	}
+// Errors: ownershipcore.ErrTargetGone. A refused apply is no error:
+// Plan.Refusal.
+func Make(ctx context.Context, applier *ownershipcore.Applier, d *patchintent.Decision, in Input) (*Plan, error) {
 	p := &Plan{Decision: d, Record: d.Ledger.Copy(), Strategy: in.Strategy}
 	p.GiveBack, p.Dropped, p.Forget = d.GiveBack()
-	if !p.Dropped.Empty() && in.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRestore && in.PreviousValues != nil {
-		if p.GiveBack.Restore, err = in.PreviousValues(ctx); err != nil {
-			return nil, err
-		}
+	if !p.Dropped.Empty() && in.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRestore {
+		p.GiveBack.Restore, p.lacksPreviousValues = in.PreviousValues, !in.PreviousValuesRead
 	}
 	opts := ownershipcore.ApplyOptions{FieldManager: in.Manager, Conflicts: in.Strategy, UID: in.Live.GetUID(), Live: in.Live}
 	if given := givenBack(applier, in.Live, in.Manager, p.GiveBack, p.Dropped); given != nil {
 		opts.Live, opts.ModelOnly = given, true
 	}
+	var err error
 	p.Apply, err = applier.Decide(ctx, d.Intent, opts)
 	switch {
 	case errors.Is(err, ownershipcore.ErrTargetGone):
@@ -176,56 +227,73 @@ func Make(ctx context.Context, applier *ownershipcore.Applier, in Input) (*Plan,
 	case err != nil:
 		p.Refusal = err
 	}
-	if err := p.recordForced(ctx, applier, in); err != nil {
-		return nil, err
-	}
-	p.SaveRecord = d.SaveFirst() || len(p.Forced()) > 0 && !sameRecord(in.Status, p.Record, string(in.Live.GetUID()))
-	p.PreviousValues = len(p.Forced()) > 0 && in.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRestore
+	p.recordForced(ctx, applier, in)
+	forced := len(p.Forced()) > 0
+	p.SaveRecord = d.SaveFirst() || forced
+	p.RecordChanges = d.SaveFirst() || forced && !sameRecord(in.Status, p.Record, string(in.Live.GetUID()))
+	p.PreviousValues = forced && in.Spec.DeletionPolicy == v1alpha1.DeletionPolicyRestore
 	return p, nil
 }
 
 // recordForced records the owners of the fields the apply forces into
 // p.Record (ForcedRecord), unless the apply is refused.
-func (p *Plan) recordForced(ctx context.Context, applier *ownershipcore.Applier, in Input) error {
-	if len(p.Forced()) == 0 {
-		return nil
+func (p *Plan) recordForced(ctx context.Context, applier *ownershipcore.Applier, in Input) {
+	forced := p.Forced()
+	if len(forced) == 0 {
+		return
 	}
-	d := p.Decision
-	change, unread, err := ForcedRecord(ctx, applier, in.Records, d.Owners, p.Forced(), in.Manager, in.Live)
-	var refused *patchintent.ForceRefusedError
-	switch {
-	case errors.As(err, &refused):
+	change, err := ForcedRecord(ctx, applier, in.Records, p.Decision.Owners, forced, in.Manager, in.Live)
+	if err != nil {
 		p.Refusal = err
-		return nil
-	case err != nil:
-		return err
+		return
 	}
-	p.Unread, p.forced = unread, change
+	p.Unread, p.forced = ForcedUnread(in.Unread, forced), change
+	p.lacksRecords = !in.RecordsRead && ownsPatch(p.Decision.Owners.OwnersOf(patchintent.ForcedFields(forced), in.Manager))
 	change(p.Record)
-	return nil
+}
+
+// ownsPatch reports whether a FieldPatch or ClusterFieldPatch is among
+// owners (patchintent.InheritedRecords reads their records).
+func ownsPatch(owners ownershipcore.ManagedFields) bool {
+	for _, e := range owners {
+		if o, ok := ownershipcore.ParseManager(e.Manager); ok && o.Name != "" && (o.Kind == "FieldPatch" || o.Kind == "ClusterFieldPatch") {
+			return true
+		}
+	}
+	return false
 }
 
 // ForcedRecord is the change to a record of previous owners that forcing
 // forced from live (owners: its managed fields) makes: the forced fields'
-// owners recorded, with the records of the FieldPatches and
-// ClusterFieldPatches among them (patchintent.InheritedRecords, read with
-// records; unread: those the account may not read), the fields no longer
-// shared (patchintent.RecordForced). Errors: a
-// *patchintent.ForceRefusedError when an owner's entry is in another API
-// version of a kind whose conversion may move fields
-// (patchintent.CheckForce), and read errors.
-func ForcedRecord(ctx context.Context, applier *ownershipcore.Applier, records patchintent.RecordReader, owners ownershipcore.ManagedFields, forced []ownershipcore.Conflict, manager string, live *unstructured.Unstructured) (change func(*ownershipcore.Ledger) bool, unread []patchintent.Unread, _ error) {
+// owners recorded, with what the records of the FieldPatches and
+// ClusterFieldPatches among them hold for those fields (records, by field
+// manager; patchintent.Inherited), the fields no longer shared
+// (patchintent.RecordForced). It reads nothing but the schema the
+// applier holds. Errors: a *patchintent.ForceRefusedError when an
+// owner's entry is in another API version of a kind whose conversion may
+// move fields (patchintent.CheckForce).
+func ForcedRecord(ctx context.Context, applier *ownershipcore.Applier, records []patchintent.Inherited, owners ownershipcore.ManagedFields, forced []ownershipcore.Conflict, manager string, live *unstructured.Unstructured) (func(*ownershipcore.Ledger) bool, error) {
 	fields, gvk := patchintent.ForcedFields(forced), live.GroupVersionKind()
 	if err := patchintent.CheckForce(owners, fields, manager, gvk.Kind, func(v ...string) bool { return applier.SameFieldPaths(ctx, gvk, v...) }); err != nil {
-		return nil, nil, err
-	}
-	chains, unread, err := patchintent.InheritedRecords(ctx, records, owners, fields, manager, string(live.GetUID()))
-	if err != nil {
-		return nil, unread, err
+		return nil, err
 	}
 	return func(l *ownershipcore.Ledger) bool {
-		return patchintent.RecordForced(l, owners, fields, manager, chains...)
-	}, unread, nil
+		return patchintent.RecordForced(l, owners, fields, manager, records...)
+	}, nil
+}
+
+// ForcedUnread are the records of unread whose fields the apply forces
+// (forced), narrowed to those fields.
+func ForcedUnread(unread []patchintent.Unread, forced []ownershipcore.Conflict) []patchintent.Unread {
+	fields := patchintent.ForcedFields(forced)
+	var out []patchintent.Unread
+	for _, u := range unread {
+		if in := u.Fields.Intersection(fields); !in.Empty() {
+			u.Fields = in
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // sameRecord reports whether st already holds the record l of the target
@@ -263,23 +331,23 @@ func givenBack(applier *ownershipcore.Applier, live *unstructured.Unstructured, 
 
 // DeletionInput is what the plan of a patch's deletion from one target
 // is made from: its deletionPolicy, the record in its status, the target
-// as read, its field manager, and the reader of a Restore's previous
-// values (nil: none kept).
+// as read, its field manager, and a Restore's previous values (nil: none
+// kept).
 type DeletionInput struct {
 	Policy         v1alpha1.DeletionPolicy
 	Status         *v1alpha1.FieldPatchStatus
 	Live           *unstructured.Unstructured
 	Manager        string
-	PreviousValues func(ctx context.Context) (*unstructured.Unstructured, error)
+	PreviousValues *unstructured.Unstructured
 }
 
 // MakeDeletion makes the plan of a patch's deletion from the target
 // in.Live: one give-back (Deletion), the policy's LetGo
 // (patchintent.DeletionLetGo) from the record followed to the target,
-// with a Restore's previous values; no record and no apply. Errors: a
-// record that does not decode, a target whose managed fields do not
-// parse, and the read of the previous values.
-func MakeDeletion(ctx context.Context, applier *ownershipcore.Applier, in DeletionInput) (*Plan, error) {
+// with a Restore's previous values; no record and no apply. It writes
+// and reads nothing. Errors: a record that does not decode, a target
+// whose managed fields do not parse.
+func MakeDeletion(applier *ownershipcore.Applier, in DeletionInput) (*Plan, error) {
 	owners, err := ownershipcore.Owners(in.Live)
 	if err != nil {
 		return nil, err
@@ -304,61 +372,70 @@ func MakeDeletion(ctx context.Context, applier *ownershipcore.Applier, in Deleti
 	d := &patchintent.Decision{Manager: in.Manager, Live: in.Live, Owners: owners, Present: present, Ledger: ledger, RecordedBefore: ledger.Recorded.Copy()}
 	p := &Plan{Decision: d, Record: ledger.Copy(), Deletion: true, Dropped: ours, Forget: fieldset.NewSet()}
 	p.GiveBack = patchintent.DeletionLetGo(in.Policy, ledger, owners, ours, in.Manager)
-	if in.Policy == v1alpha1.DeletionPolicyRestore && in.PreviousValues != nil {
-		if p.GiveBack.Restore, err = in.PreviousValues(ctx); err != nil {
-			return nil, err
-		}
+	if in.Policy == v1alpha1.DeletionPolicyRestore {
+		p.GiveBack.Restore = in.PreviousValues
 	}
 	return p, nil
 }
 
-// Expected is what a plan, run without a failed write, leaves on the
-// patch: the reason of its Ready condition and the reasons of the events
-// it records, in order. A contest (Contested, ContestTimeout) is not
-// among them: it depends on the manager's history of repairs, which no
-// plan holds.
+// Expected is what running a plan leaves on the patch: the reason of its
+// Ready condition and the reasons of the events it records, in order.
+// A contest (Contested, ContestTimeout) is not among them: it depends on
+// the manager's history of repairs, which no plan holds; nor is a
+// repair's DriftRepaired (the controller's drift check, not the plan,
+// tells a repair from a first apply: Applied stands for both).
 type Expected struct {
 	ReadyReason string
 	Events      []string
 }
 
-// Expected is p's expected Ready reason and events (the controller's
-// reasons: Applied, Conflict, InvalidPatch; HandedBack, Restored,
-// Relinquished, Forbidden).
-func (p *Plan) Expected() Expected {
+// Expect is what running p came to (out and err, Execute's): the
+// controller's reasons Applied, Conflict, InvalidPatch, TargetNotFound
+// or ApplyFailed for Ready (none for a deletion), and the events
+// Forbidden (a record it could not read), HandedBack, Restored or
+// Relinquished (a give-back sent), Conflict and Applied (an apply
+// sent).
+func Expect(p *Plan, out Outcome, err error) Expected {
 	var e Expected
 	for range p.Unread {
 		e.Events = append(e.Events, "Forbidden")
 	}
-	if p.givesBack() && !p.Deletion {
-		e.Events = append(e.Events, "HandedBack")
+	if slices.Contains(out.Sent, WriteGiveBack) {
+		if p.Deletion {
+			e.Events = append(e.Events, deletionEvent(out.GaveBack))
+		} else {
+			e.Events = append(e.Events, "HandedBack")
+		}
 	}
 	var conflict *ownershipcore.ConflictError
 	var refused *patchintent.ForceRefusedError
 	switch {
 	case p.Deletion:
-		e.Events = append(e.Events, deletionEvent(p.GiveBack))
-	case errors.As(p.Refusal, &conflict), errors.As(p.Refusal, &refused):
+	case errors.As(err, &conflict), errors.As(err, &refused):
 		e.ReadyReason, e.Events = "Conflict", append(e.Events, "Conflict")
-	case p.Refusal != nil:
+	case errors.Is(err, ownershipcore.ErrTargetGone):
+		e.ReadyReason = "TargetNotFound"
+	case errors.Is(err, ownershipcore.ErrInvalidIntent), ownershipcore.IsTerminal(err):
 		e.ReadyReason = "InvalidPatch"
+	case err != nil:
+		e.ReadyReason = "ApplyFailed"
 	default:
 		e.ReadyReason = "Applied"
-		if slices.Contains(p.Writes(), WriteApply) {
+		if slices.Contains(out.Sent, WriteApply) {
 			e.Events = append(e.Events, "Applied")
 		}
 	}
 	return e
 }
 
-// deletionEvent is the reason of a deletion's event: Restored when it
-// restores values, HandedBack when fields go back to previous owners,
-// else Relinquished.
-func deletionEvent(g ownershipcore.LetGo) string {
+// deletionEvent is the reason of a deletion's event (o: what its
+// give-back did): Restored when it restored values, HandedBack when
+// fields went back to previous owners, else Relinquished.
+func deletionEvent(o ownershipcore.Outcome) string {
 	switch {
-	case g.Restore != nil:
+	case o.Restored != nil && !o.Restored.Empty():
 		return "Restored"
-	case len(g.Previous) > 0:
+	case o.Moved != nil && !o.Moved.Empty():
 		return "HandedBack"
 	}
 	return "Relinquished"

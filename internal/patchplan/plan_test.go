@@ -9,6 +9,7 @@ package patchplan
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -70,7 +71,6 @@ func input(t *testing.T, live *unstructured.Unstructured, st *v1alpha1.FieldPatc
 		Spec: &v1alpha1.FieldPatchSpec{Target: v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm"}, Patch: runtime.RawExtension{Raw: raw},
 			ConflictPolicy: conflict, DeletionPolicy: deletion},
 		Status: st, Live: live, Manager: manager, Strategy: strategy,
-		Records: func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error) { return nil, nil },
 	}
 }
 
@@ -154,10 +154,7 @@ func TestPlanWrites(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := Make(context.Background(), applier(), tt.in(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mk(t, tt.in(t))
 			if got := p.Writes(); !reflect.DeepEqual(got, tt.writes) {
 				t.Errorf("writes %v, want %v", got, tt.writes)
 			}
@@ -167,7 +164,8 @@ func TestPlanWrites(t *testing.T) {
 			if (p.Refusal != nil) != tt.refusal {
 				t.Errorf("refusal %v, want one: %v", p.Refusal, tt.refusal)
 			}
-			if got := p.Expected().ReadyReason; tt.ready != "" && got != tt.ready {
+			out, err := Execute(context.Background(), p, &recorder{})
+			if got := Expect(p, out, errors.Unwrap(err)).ReadyReason; tt.ready != "" && got != tt.ready {
 				t.Errorf("expected Ready reason %s, want %s", got, tt.ready)
 			}
 			if got := leaves(p.Record.Recorded); !reflect.DeepEqual(got, tt.recorded) {
@@ -177,9 +175,78 @@ func TestPlanWrites(t *testing.T) {
 	}
 }
 
+// decide is the decision of in.
+func decide(t *testing.T, in Input) *patchintent.Decision {
+	t.Helper()
+	d, err := patchintent.Decide(applier(), patchintent.Input{Spec: in.Spec, Status: in.Status, Live: in.Live, Manager: in.Manager, Ignore: in.Ignore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// mk makes the plan of in, which holds everything it depends on.
+func mk(t *testing.T, in Input) *Plan {
+	t.Helper()
+	in.RecordsRead, in.PreviousValuesRead = true, true
+	p, err := Make(context.Background(), applier(), decide(t, in), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Lacks() {
+		t.Fatal("the plan lacks what its input holds")
+	}
+	return p
+}
+
 func leaves(s *fieldset.Set) []string {
 	if s == nil || s.Empty() {
 		return nil
 	}
 	return patchintent.Leaves(s)
+}
+
+// TestMakeInheritsAndIsPure: fields forced from another FieldPatch are
+// recorded with the owners that patch's record names (through it), from
+// the records in the input; the same input makes the same plan, and the
+// input is left as it was.
+func TestMakeInheritsAndIsPure(t *testing.T) {
+	const other = "fieldops-fieldpatch/ns/other"
+	live := configMap(map[string]interface{}{"a": "1"}, [2]string{other, `{"f:data":{"f:a":{}}}`})
+	helm := configMap(map[string]interface{}{"a": "0"}, [2]string{"helm", `{"f:data":{"f:a":{}}}`})
+	owners, err := ownershipcore.Owners(helm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := ownershipcore.NewLedger()
+	theirs.Record(owners, mustSet(t, ".data.a"), other)
+	in := input(t, live, nil, v1alpha1.ConflictPolicyForce, "", map[string]interface{}{"a": "2"})
+	in.Records, in.RecordsRead = []patchintent.Inherited{{Manager: other, Ledger: theirs}}, true
+	before := recordOf(t, theirs)
+	var plans []*Plan
+	for range 2 {
+		plans = append(plans, mk(t, in))
+	}
+	got := map[string]string{}
+	for _, e := range plans[0].Record.Entries {
+		got[e.Manager] = e.Via
+	}
+	if want := map[string]string{other: "", "helm": other}; !reflect.DeepEqual(got, want) {
+		t.Errorf("recorded owners (manager: via) %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(plans[0].Writes(), plans[1].Writes()) || !reflect.DeepEqual(recordOf(t, plans[0].Record), recordOf(t, plans[1].Record)) {
+		t.Error("the same input made two plans")
+	}
+	if !reflect.DeepEqual(recordOf(t, theirs), before) {
+		t.Error("Make changed the inherited record")
+	}
+}
+
+func mustSet(t *testing.T, paths ...string) *fieldset.Set {
+	t.Helper()
+	s, err := ownershipcore.ParsePathSet(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
