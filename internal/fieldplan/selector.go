@@ -152,11 +152,12 @@ func (p *Planner) planSelector(ctx context.Context, obj, existing v1alpha1.Patch
 		if err != nil {
 			return nil, err
 		}
-		if pp := plan.Patch; pp != nil && st.TargetUID == "" && plan.Reason != patchtarget.ReasonForbiddenTarget {
+		gvk := t.GroupVersionKind()
+		if _, protected := patchtarget.Protected(gvk.Group, gvk.Kind, t.GetNamespace(), t.GetName(), p.OwnNamespace); plan.Patch != nil && st.TargetUID == "" && !protected {
 			// A target with no record yet gets one before any write (the
 			// controller's recordAhead), whatever its pass then does: its
 			// deletion finds it there. fieldops's own objects get none.
-			pp.Writes = append([]patchplan.Write{patchplan.WriteRecord}, pp.Writes...)
+			plan.Patch.Writes = append([]patchplan.Write{patchplan.WriteRecord}, plan.Patch.Writes...)
 		}
 		plans = append(plans, plan)
 	}
