@@ -99,7 +99,7 @@ func (a *Applier) Decide(ctx context.Context, desired *unstructured.Unstructured
 // Unchanged or Configured (Conflicted when the strategy failed it),
 // Forced, Yielded, Failed and Messages. Object is the object it was
 // decided on.
-func (p *ApplyPlan) Result() Result { return p.res }
+func (p *ApplyPlan) Result() Result { return p.res.clone() }
 
 // Staged reports that the plan was decided on a state the model staged
 // (Decide): Apply decides it again before sending.
@@ -174,7 +174,7 @@ func (a *Applier) sendPlanned(ctx context.Context, res *Result, intent *unstruct
 // sendDecided sends the apply as pl decided it (it fits the object as
 // it is): nothing when it changes nothing.
 func (a *Applier) sendDecided(ctx context.Context, pl *ApplyPlan, opts ApplyOptions) (Result, error) {
-	res := pl.res
+	res := pl.res.clone() // a second round appends to its conflicts: the plan stays as decided
 	if pl.d.unchanged && !pl.dropped && !pl.droppedBefore {
 		res.Action, res.Object = ActionUnchanged, pl.s.Object // decided: nothing to send
 		return res, nil

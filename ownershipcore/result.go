@@ -7,6 +7,8 @@ Licensed under the Apache License, Version 2.0.
 package ownershipcore
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -47,4 +49,12 @@ type Result struct {
 // configured it).
 func (r Result) Wrote() bool {
 	return r.Action == ActionCreated || r.Action == ActionConfigured
+}
+
+// clone is r with its own slices of conflicts and messages: appending to
+// them leaves r as it was.
+func (r Result) clone() Result {
+	r.Forced, r.Yielded, r.Failed = slices.Clone(r.Forced), slices.Clone(r.Yielded), slices.Clone(r.Failed)
+	r.Messages = slices.Clone(r.Messages)
+	return r
 }
