@@ -8,8 +8,10 @@ Licensed under the Apache License, Version 2.0.
 // ClusterFieldPatch on one target, as a value (Plan), and its executor
 // (Execute). The controller (a patch with spec.target, each target of a
 // selector patch, deletion and expiry) and kubectl fieldops plan make
-// the same Plan (Make) and run it with the same Execute; only the Writer
-// differs: the controller's writes, the plan's dry runs.
+// the same Plan (MakeWith: what the plan depends on is read first, then
+// Make, a pure function of it, decides) and run it with the same
+// Execute; only the Writer differs: the controller's writes, the plan's
+// dry runs.
 //
 // The order of a plan's writes is the order Server-Side Apply ownership
 // needs (see the Kubernetes docs, "Server-Side Apply", "Transferring

@@ -136,8 +136,9 @@ type Plan struct {
 	// strategy), from the target as the give-back leaves it; nil when the
 	// decision failed before it had one (Refusal).
 	Apply *ownershipcore.ApplyPlan
-	// Strategy is the conflict strategy the apply was decided with: asked
-	// again only when the apply is decided again (a staged plan, a
+	// Strategy is the conflict strategy the apply was decided with (its
+	// answers kept: MakeWith): asked again, about conflicts it has not
+	// answered, only when the apply is decided again (a staged plan, a
 	// target changed since).
 	Strategy ownershipcore.ConflictStrategy
 	// Refusal is why the apply is not sent: a *ownershipcore.ConflictError
@@ -155,11 +156,13 @@ type Plan struct {
 // them): MakeWith reads it and makes the plan again.
 func (p *Plan) Lacks() bool { return p.lacksRecords || p.lacksPreviousValues }
 
-// Writes are the plan's writes, in the order Execute sends them. The
-// status write that ends a reconcile is not among them; neither is an
-// apply that changes nothing. A staged apply (Applier.Decide) is decided
-// again when sent, and can force fields the plan did not: Execute then
-// records them first (Outcome.Revised).
+// Writes are the plan's writes, in the order Execute sends them, as the
+// plan predicts them from what it read. The status write that ends a
+// reconcile is not among them; neither is an apply decided to change
+// nothing. A staged apply (Applier.Decide) is listed: it is decided again
+// when sent, and may then change nothing, or force fields the plan did
+// not (Execute records them first: Outcome.Revised). Outcome.Sent lists
+// the requests a run sent.
 func (p *Plan) Writes() []Write {
 	var out []Write
 	if p.SaveRecord && p.RecordChanges {
