@@ -36,9 +36,9 @@ func (a *Applier) LetGo(ctx context.Context, obj, live *unstructured.Unstructure
 	var res Result
 	var out Outcome
 	var err error
-	restored := fieldpath.NewSet()
+	restored, sent := fieldpath.NewSet(), false
 	if g.Restore != nil {
-		if live, restored, err = a.restore(ctx, obj, live, manager, g.Restore); err != nil {
+		if live, restored, sent, err = a.restore(ctx, obj, live, manager, g.Restore); err != nil {
 			return res, out, fmt.Errorf("restore the previous values of %q on %s: %w", manager, describe(obj), err)
 		}
 		g.Restore = nil
@@ -50,7 +50,7 @@ func (a *Applier) LetGo(ctx context.Context, obj, live *unstructured.Unstructure
 		}
 		live = nil // read fresh
 	}
-	out.Restored = restored
+	out.Restored, out.RestoreSent = restored, sent
 	if err != nil {
 		return res, out, fmt.Errorf("let go of the fields of %q on %s: %w", manager, describe(obj), err)
 	}
@@ -59,28 +59,29 @@ func (a *Applier) LetGo(ctx context.Context, obj, live *unstructured.Unstructure
 
 // restore sends the server-side apply of Model.RestoreIntent (decided on
 // live, guarded by the object's UID; nothing when nothing is to be put
-// back) and returns the object it answered and the fields restored. It
+// back) and returns the object it answered, the fields restored and
+// whether the apply wrote. It
 // runs before the rest of a LetGo, in a write of its own: a value the
 // managed-fields patch changed would be recorded as the requester's.
 // Interrupted after it, the LetGo finds the values restored and puts back
 // nothing twice.
-func (a *Applier) restore(ctx context.Context, obj, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) (*unstructured.Unstructured, *fieldpath.Set, error) {
+func (a *Applier) restore(ctx context.Context, obj, live *unstructured.Unstructured, manager string, values *unstructured.Unstructured) (*unstructured.Unstructured, *fieldpath.Set, bool, error) {
 	s, err := a.stateOf(ctx, obj, live)
 	if err != nil || s.Object == nil {
-		return live, fieldpath.NewSet(), err
+		return live, fieldpath.NewSet(), false, err
 	}
 	intent, restore, err := a.Model().RestoreIntent(s, manager, values)
 	if err != nil || intent == nil {
-		return s.Object, fieldpath.NewSet(), err
+		return s.Object, fieldpath.NewSet(), false, err
 	}
 	res, err := a.Apply(ctx, intent, ApplyOptions{FieldManager: manager, Conflicts: Static(DecisionFail), UID: s.Object.GetUID(), Live: s.Object})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if res.Object == nil {
-		return s.Object, restore, nil
+		return s.Object, restore, res.Wrote(), nil
 	}
-	return res.Object, restore, nil
+	return res.Object, restore, res.Wrote(), nil
 }
 
 // commitAttempts bounds the reads and writes of one operation that meets

@@ -52,6 +52,10 @@ type Outcome struct {
 	// without them, or the result could not be predicted).
 	Kept *fieldpath.Set
 	Why  string
+	// RestoreSent: Applier.LetGo put previous values back in a
+	// Server-Side Apply of its own, before its JSON patch (an apply that
+	// changed nothing is not sent).
+	RestoreSent bool
 }
 
 func emptyOutcome() Outcome {

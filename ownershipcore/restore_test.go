@@ -38,8 +38,8 @@ func TestRestoreInterruptedAfterItsFirstWrite(t *testing.T) {
 	target := get(t, a.Client, before)
 	target.SetManagedFields(nil)
 
-	if _, restored, err := ownershipcore.RestoreOnly(a, ctx, target, nil, "fp", values); err != nil || len(ownershipcore.FormatSet(restored)) != 1 {
-		t.Fatalf("first write: restored %v, %v", ownershipcore.FormatSet(restored), err)
+	if _, restored, sent, err := ownershipcore.RestoreOnly(a, ctx, target, nil, "fp", values); err != nil || len(ownershipcore.FormatSet(restored)) != 1 || !sent {
+		t.Fatalf("first write: restored %v (sent %v), %v", ownershipcore.FormatSet(restored), sent, err)
 	}
 	// The crash: the hand-back never ran. The next deletion attempt:
 	writes := count.writes.Load()
@@ -49,6 +49,9 @@ func TestRestoreInterruptedAfterItsFirstWrite(t *testing.T) {
 	}
 	if n := count.writes.Load() - writes; n != 1 {
 		t.Errorf("the finishing LetGo sent %d writes, want 1 (the values are restored already)", n)
+	}
+	if out.RestoreSent {
+		t.Error("the finishing LetGo says it sent the restore's apply; the values were restored already")
 	}
 	after := get(t, a.Client, before)
 	if got, want := after.Object["data"], map[string]interface{}{"replicas": "3", "other": "helm"}; !reflect.DeepEqual(got, want) {

@@ -157,7 +157,7 @@ func giveBack(ctx context.Context, p *Plan, g giving, w Writer, out *Outcome) (*
 	// Given back: no longer the patch's to give back.
 	out.Record.Forget(g.forget)
 	out.GaveBack = o
-	if o.Restored != nil && !o.Restored.Empty() {
+	if o.RestoreSent {
 		out.Sent = append(out.Sent, WriteRestore)
 	}
 	if res.Action != ownershipcore.ActionUnchanged {
