@@ -35,7 +35,7 @@ type pass struct {
 	ref, live *unstructured.Unstructured
 	applier   *ownershipcore.Applier
 	account   tenant.Account
-	// plan is the reconcile's plan (patchplan.Make), d its decision: the
+	// plan is the reconcile's plan (patchplan.MakeWith), d its decision: the
 	// intent, the target's owners as read and the record of previous
 	// owners; out what executing it did (patchplan.Execute).
 	plan *patchplan.Plan

@@ -111,3 +111,42 @@ spec:
 		})
 	}
 }
+
+// What a repair costs: another manager forces a patched field back and
+// the patch forces it again. Its record already holds that manager, so
+// no record is written, but it is read fresh before the forced write (a
+// forced apply is never gated by a cached record alone): one read of the
+// FieldPatch, one apply, one status write (found by review: the plan's
+// first version skipped the read).
+func TestRequestsOfARepair(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "requests-repair")
+	cm := fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: %s}, data: {owned: %s}}", ns, "%s")
+	applyAs(t, "helm", fmt.Sprintf(cm, "helm"))
+	fpPath, target := "/namespaces/"+ns+"/fieldpatches/p", "/namespaces/"+ns+"/configmaps/cfg"
+	fp := fieldPatch(t, `
+apiVersion: fieldops.dev/v1alpha1
+kind: FieldPatch
+metadata: {name: p, namespace: `+ns+`}
+spec:
+  target: {apiVersion: v1, kind: ConfigMap, name: cfg}
+  patch: {data: {owned: mine}}
+`)
+	waitReason(t, fp, "Applied")
+	hasEvent(t, ns, "p", "Applied", "ConfigMap")
+	reconciled(t, fp)
+	reads, statusWrites, targetWrites := requests.Reads(fpPath)+requests.Reads(fpPath+"/status"), requests.Writes(fpPath+"/status"), requests.Writes(target)
+
+	applyAs(t, "helm", fmt.Sprintf(cm, "helm2")) // with force: drift
+	hasEvent(t, ns, "p", "DriftRepaired", "helm")
+	reconciled(t, fp)
+	if n := requests.Reads(fpPath) + requests.Reads(fpPath+"/status") - reads; n != 1 {
+		t.Errorf("repair: %d reads of the FieldPatch, want 1 (the record, read fresh before the forced write)", n)
+	}
+	if n := requests.Writes(fpPath+"/status") - statusWrites; n != 1 {
+		t.Errorf("repair: %d status writes, want 1 (the record is unchanged)", n)
+	}
+	if n := requests.Writes(target) - targetWrites; n != 1 {
+		t.Errorf("repair: %d writes of the target, want 1 apply", n)
+	}
+}

@@ -61,7 +61,7 @@ func (n *runner) phaseIntent(ctx context.Context, p *pass) (skeleton.Step, error
 	}
 	pluginCondition(p.unit, p.ignoreFailure)
 	if err != nil {
-		return fail(p.unit, err)
+		return fail(p.unit, tenant.Explain(p.account, err))
 	}
 	return skeleton.Next(), nil
 }
@@ -92,6 +92,9 @@ func (n *runner) phasePlan(ctx context.Context, p *pass) (skeleton.Step, error) 
 	return skeleton.Next(), nil
 }
 
+// stalePlanRetry is when a plan found stale is made again.
+const stalePlanRetry = time.Second
+
 // phaseExecute runs the plan (patchplan.Execute): the record first when
 // the apply would destroy what it follows from or forces fields, the
 // give-back of the fields that left the patch, then the apply. Previous
@@ -105,8 +108,13 @@ func (n *runner) phaseExecute(ctx context.Context, p *pass) (skeleton.Step, erro
 		p.current = out.Given
 	}
 	n.exec.gaveBackEvent(p, out.GaveBack)
-	if errors.Is(err, errRecordFirst) {
+	switch {
+	case errors.Is(err, errRecordFirst):
 		return skeleton.Stop(ctrl.Result{}), nil // a selector patch saves it, then applies
+	case errors.Is(err, patchplan.ErrStalePlan):
+		// The cached patch was behind the record just saved: plan again
+		// once the cache has it (the skeleton waits for our own write).
+		return skeleton.Stop(ctrl.Result{RequeueAfter: stalePlanRetry}), nil
 	}
 	var step *patchplan.StepError
 	if errors.As(err, &step) {

@@ -51,7 +51,9 @@ func (w *dryRun) SaveRecord(_ context.Context, _ ownershipcore.ManagedFields, _ 
 	if err := patchintent.WriteLedger(next, l, string(w.live.GetUID())); err != nil {
 		return nil, false, err
 	}
-	return l, !patchintent.SameLedger(w.status, next, string(w.live.GetUID())), nil
+	wrote := !patchintent.SameLedger(w.status, next, string(w.live.GetUID()))
+	w.record, w.status = l.Copy(), next // a later record goes on from this one
+	return l, wrote, nil
 }
 
 func (dryRun) SavePreviousValues(context.Context, *unstructured.Unstructured, []ownershipcore.Conflict) error {

@@ -8,6 +8,8 @@ package patchplan
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,10 +19,12 @@ import (
 )
 
 // answers is a conflict strategy that asks next once per conflict (field
-// manager, operation and field) and keeps its answer: a plan decided
-// again before it is sent (a staged plan, Applier.Decide; a second Make
-// with the records it lacked) gets the answers the plan was made with,
-// and asks next only about conflicts it has not seen. A plugin is so
+// manager, operation, field and the field's value in the object asked
+// about) and keeps its answer: a plan decided again before it is sent (a
+// staged plan, Applier.Decide; a second Make with the records it lacked)
+// gets the answers the plan was made with, and asks next only about
+// conflicts it has not seen (a field whose value changed since is asked
+// about again: a plugin may decide by value). A plugin is so
 // asked once per conflict in a reconcile, and the record saved before the
 // apply holds the owners of exactly the fields the apply forces.
 type answers struct {
@@ -44,10 +48,13 @@ func remember(s ownershipcore.ConflictStrategy) ownershipcore.ConflictStrategy {
 func (a *answers) Resolve(ctx context.Context, obj *unstructured.Unstructured, manager string, conflicts []ownershipcore.Conflict) ([]ownershipcore.Resolution, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	keys := make([]string, len(conflicts))
 	var ask []ownershipcore.Conflict
-	for _, c := range conflicts {
-		if _, ok := a.seen[conflictKey(c)]; !ok {
-			ask = append(ask, c)
+	var askKeys []string
+	for i, c := range conflicts {
+		keys[i] = conflictKey(obj, c)
+		if _, ok := a.seen[keys[i]]; !ok && !slices.Contains(askKeys, keys[i]) {
+			ask, askKeys = append(ask, c), append(askKeys, keys[i])
 		}
 	}
 	if len(ask) > 0 {
@@ -55,18 +62,24 @@ func (a *answers) Resolve(ctx context.Context, obj *unstructured.Unstructured, m
 		if err != nil || len(got) != len(ask) {
 			return got, err // the core refuses an answer of another length
 		}
-		for i, c := range ask {
-			a.seen[conflictKey(c)] = got[i]
+		for i, k := range askKeys {
+			a.seen[k] = got[i]
 		}
 	}
 	out := make([]ownershipcore.Resolution, len(conflicts))
-	for i, c := range conflicts {
-		out[i] = a.seen[conflictKey(c)]
+	for i, k := range keys {
+		out[i] = a.seen[k]
 	}
 	return out, nil
 }
 
-// conflictKey names a conflict: its field manager, operation and field.
-func conflictKey(c ownershipcore.Conflict) string {
-	return c.Manager + "\x00" + string(c.Operation) + "\x00" + fieldset.FormatPath(c.Path)
+// conflictKey names a conflict in obj: its field manager, operation,
+// field and the field's value there (JSON; none when obj lacks it).
+func conflictKey(obj *unstructured.Unstructured, c ownershipcore.Conflict) string {
+	value := ""
+	if v, ok := ownershipcore.ValueAt(obj, c.Path); ok {
+		b, _ := json.Marshal(v)
+		value = string(b)
+	}
+	return c.Manager + "\x00" + string(c.Operation) + "\x00" + fieldset.FormatPath(c.Path) + "\x00" + value
 }

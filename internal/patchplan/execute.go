@@ -22,7 +22,9 @@ import (
 // of kubectl fieldops plan. Execute calls it in the plan's order.
 type Writer interface {
 	// SaveRecord saves the record of previous owners before a target
-	// write: the record as stored (read fresh, not from a cache),
+	// write: the record as stored (read fresh, not from a cache; for a
+	// target of a selector patch, the record its reconcile read, whose
+	// changes are saved for all targets at once before any write),
 	// followed to the target as read (owners, present), then changed by
 	// change; guarded by the patch's resourceVersion, and not written
 	// when it stays as stored (wrote false). It returns the record as
@@ -80,6 +82,12 @@ type StepError struct {
 func (e *StepError) Error() string { return fmt.Sprintf("%s: %v", e.Write, e.Err) }
 func (e *StepError) Unwrap() error { return e.Err }
 
+// ErrStalePlan is Execute's answer (in a *StepError) when the record as
+// saved, read fresh, gives back other fields than the plan was made for
+// (the plan was made from a cached copy of the patch behind it): nothing
+// was sent to the target; make the plan again.
+var ErrStalePlan = errors.New("the record as stored differs from the one the plan was made from; plan again")
+
 // applyAttempts bounds the rounds of an apply whose forced fields are
 // recorded first (a round per revision).
 const applyAttempts = 3
@@ -105,12 +113,14 @@ func Execute(ctx context.Context, p *Plan, w Writer) (Outcome, error) {
 		if wrote {
 			out.Sent = append(out.Sent, WriteRecord)
 		}
-		if !p.Dropped.Empty() {
-			// What is given back follows the record as saved, read fresh:
-			// a cached copy of the patch may be behind it.
-			restore := give.LetGo.Restore
-			give.LetGo, give.dropped, give.forget = d.GiveBackFrom(saved)
-			give.LetGo.Restore = restore
+		// What is given back follows the record as saved, read fresh: a
+		// cached copy of the patch may be behind it. When that changes
+		// which fields go, the plan is stale: made again (ErrStalePlan).
+		restore := give.LetGo.Restore
+		give.LetGo, give.dropped, give.forget = d.GiveBackFrom(saved)
+		give.LetGo.Restore = restore
+		if !give.dropped.Equals(p.Dropped) {
+			return out, &StepError{WriteGiveBack, ErrStalePlan}
 		}
 	}
 	if p.PreviousValues {

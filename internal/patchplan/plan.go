@@ -11,6 +11,7 @@ import (
 	"errors"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fieldops/fieldops/api/v1alpha1"
@@ -24,8 +25,10 @@ import (
 // the target as read, the patch's field manager, the fields it ignores
 // (spec.ignorePaths with the paths the ignorable-paths plugins named),
 // its conflict strategy (a plugin's included: it is asked while the plan
-// is made, once per conflict, never during a write), and what the plan
-// depends on besides the target, read before (MakeWith reads it).
+// is made, once per conflict; an apply decided again when sent, staged
+// or revised, asks it only about conflicts it has not answered), and
+// what the plan depends on besides the target, read before (MakeWith
+// reads it).
 type Input struct {
 	Spec     *v1alpha1.FieldPatchSpec
 	Status   *v1alpha1.FieldPatchStatus
@@ -37,10 +40,11 @@ type Input struct {
 	// ClusterFieldPatches among the owners of the fields the apply forces,
 	// read with the rights of the patch's account
 	// (patchintent.InheritedRecords), and Unread those the account may
-	// not read; RecordsRead says they were read (Plan.Lacks).
+	// not read; RecordsRead are the fields whose owners' records were
+	// read (nil: none; Plan.Lacks).
 	Records     []patchintent.Inherited
 	Unread      []patchintent.Unread
-	RecordsRead bool
+	RecordsRead *fieldset.Set
 	// PreviousValues are the values a Restore gives back with the fields
 	// that left the patch (nil: none kept); PreviousValuesRead says they
 	// were read.
@@ -67,23 +71,43 @@ type Readers struct {
 func MakeWith(ctx context.Context, applier *ownershipcore.Applier, d *patchintent.Decision, in Input, r Readers) (*Plan, error) {
 	in.Strategy = remember(in.Strategy)
 	p, err := Make(ctx, applier, d, in)
-	if err != nil || !p.Lacks() {
-		return p, err
+	// Each round reads what the last plan lacked; what it reads can make
+	// the next plan need more (previous values that change what is
+	// forced), never less: a bounded number of rounds.
+	for round := 0; err == nil && p.Lacks(); round++ {
+		if round == makeRounds {
+			return nil, errors.New("the plan still lacks the records or previous values it depends on after reading them")
+		}
+		if in, err = p.read(ctx, in, r); err != nil {
+			return nil, err
+		}
+		p, err = Make(ctx, applier, d, in)
 	}
+	return p, err
+}
+
+// makeRounds bounds MakeWith's reads.
+const makeRounds = 3
+
+// read reads with r what p lacked into in.
+func (p *Plan) read(ctx context.Context, in Input, r Readers) (Input, error) {
+	var err error
 	if p.lacksRecords {
 		forced := patchintent.ForcedFields(p.Forced())
-		if in.Records, in.Unread, err = patchintent.InheritedRecords(ctx, r.Records, d.Owners, forced, in.Manager, string(in.Live.GetUID())); err != nil {
-			return nil, err
+		if in.Records, in.Unread, err = patchintent.InheritedRecords(ctx, r.Records, p.Decision.Owners, forced, in.Manager, string(in.Live.GetUID())); err != nil {
+			return in, err
 		}
-		in.RecordsRead = true
+		in.RecordsRead = forced
 	}
-	if p.lacksPreviousValues && r.PreviousValues != nil {
-		if in.PreviousValues, err = r.PreviousValues(ctx); err != nil {
-			return nil, err
+	if p.lacksPreviousValues {
+		if r.PreviousValues != nil {
+			if in.PreviousValues, err = r.PreviousValues(ctx); err != nil {
+				return in, err
+			}
 		}
+		in.PreviousValuesRead = true
 	}
-	in.PreviousValuesRead = true
-	return Make(ctx, applier, d, in)
+	return in, nil
 }
 
 // Plan is one reconcile of a patch on one target, decided: what it
@@ -152,7 +176,8 @@ type Plan struct {
 }
 
 // Lacks reports that the plan was made without something it depends on
-// (Input.RecordsRead, Input.PreviousValuesRead false when it needed
+// (the records of fieldops owners of forced fields outside
+// Input.RecordsRead; Input.PreviousValuesRead false when it needed
 // them): MakeWith reads it and makes the plan again.
 func (p *Plan) Lacks() bool { return p.lacksRecords || p.lacksPreviousValues }
 
@@ -205,8 +230,9 @@ func (p *Plan) Forced() []ownershipcore.Conflict {
 // applier's model: the give-back of the fields that left the patch, the
 // apply decided on the target as the give-back leaves it
 // (Applier.Decide, which asks in.Strategy), and the record of the forced
-// fields' owners (ForcedRecord, from in.Records). It writes nothing and
-// reads nothing but the schema the applier holds: the same input makes
+// fields' owners (ForcedRecord, from in.Records). It writes nothing;
+// besides asking in.Strategy it reads only what the applier's schema
+// needs (a kind's conversion, cached): the same input and answers make
 // the same plan. What it needs and in does not hold is left out and
 // reported (Plan.Lacks; MakeWith reads it).
 //
@@ -251,7 +277,11 @@ func (p *Plan) recordForced(ctx context.Context, applier *ownershipcore.Applier,
 		return
 	}
 	p.Unread, p.forced = ForcedUnread(in.Unread, forced), change
-	p.lacksRecords = !in.RecordsRead && ownsPatch(p.Decision.Owners.OwnersOf(patchintent.ForcedFields(forced), in.Manager))
+	unread := patchintent.ForcedFields(forced)
+	if in.RecordsRead != nil {
+		unread = unread.Difference(in.RecordsRead)
+	}
+	p.lacksRecords = ownsPatch(p.Decision.Owners.OwnersOf(unread, in.Manager))
 	change(p.Record)
 }
 
@@ -271,8 +301,8 @@ func ownsPatch(owners ownershipcore.ManagedFields) bool {
 // owners recorded, with what the records of the FieldPatches and
 // ClusterFieldPatches among them hold for those fields (records, by field
 // manager; patchintent.Inherited), the fields no longer shared
-// (patchintent.RecordForced). It reads nothing but the schema the
-// applier holds. Errors: a *patchintent.ForceRefusedError when an
+// (patchintent.RecordForced). It reads only what the applier's schema
+// needs (a kind's conversion). Errors: a *patchintent.ForceRefusedError when an
 // owner's entry is in another API version of a kind whose conversion may
 // move fields (patchintent.CheckForce).
 func ForcedRecord(ctx context.Context, applier *ownershipcore.Applier, records []patchintent.Inherited, owners ownershipcore.ManagedFields, forced []ownershipcore.Conflict, manager string, live *unstructured.Unstructured) (func(*ownershipcore.Ledger) bool, error) {
@@ -393,11 +423,13 @@ type Expected struct {
 }
 
 // Expect is what running p came to (out and err, Execute's): the
-// controller's reasons Applied, Conflict, InvalidPatch, TargetNotFound
-// or ApplyFailed for Ready (none for a deletion), and the events
-// Forbidden (a record it could not read), HandedBack, Restored or
-// Relinquished (a give-back sent), Conflict and Applied (an apply
-// sent).
+// controller's reasons Applied, Conflict, TargetNotFound, Forbidden,
+// UnknownKind, InvalidPatch or ApplyFailed for Ready (none for a
+// deletion), and the events Forbidden (a record the plan could not
+// read), HandedBack, Restored or Relinquished (a give-back sent),
+// Conflict and Applied (an apply that wrote). The events of a failure
+// other than a conflict (the Warning that carries the Ready reason) and
+// of a record unread during a revision are not listed.
 func Expect(p *Plan, out Outcome, err error) Expected {
 	var e Expected
 	for range p.Unread {
@@ -418,13 +450,17 @@ func Expect(p *Plan, out Outcome, err error) Expected {
 		e.ReadyReason, e.Events = "Conflict", append(e.Events, "Conflict")
 	case errors.Is(err, ownershipcore.ErrTargetGone):
 		e.ReadyReason = "TargetNotFound"
+	case apierrors.IsForbidden(err):
+		e.ReadyReason = "Forbidden"
+	case errors.Is(err, ownershipcore.ErrUnknownKind):
+		e.ReadyReason = "UnknownKind"
 	case errors.Is(err, ownershipcore.ErrInvalidIntent), ownershipcore.IsTerminal(err):
 		e.ReadyReason = "InvalidPatch"
 	case err != nil:
 		e.ReadyReason = "ApplyFailed"
 	default:
 		e.ReadyReason = "Applied"
-		if slices.Contains(out.Sent, WriteApply) {
+		if out.Result.Wrote() { // an apply, or the core's drop before it
 			e.Events = append(e.Events, "Applied")
 		}
 	}

@@ -188,8 +188,9 @@ func decide(t *testing.T, in Input) *patchintent.Decision {
 // mk makes the plan of in, which holds everything it depends on.
 func mk(t *testing.T, in Input) *Plan {
 	t.Helper()
-	in.RecordsRead, in.PreviousValuesRead = true, true
-	p, err := Make(context.Background(), applier(), decide(t, in), in)
+	d := decide(t, in)
+	in.RecordsRead, in.PreviousValuesRead = d.IntentSet, true
+	p, err := Make(context.Background(), applier(), d, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestMakeInheritsAndIsPure(t *testing.T) {
 	theirs := ownershipcore.NewLedger()
 	theirs.Record(owners, mustSet(t, ".data.a"), other)
 	in := input(t, live, nil, v1alpha1.ConflictPolicyForce, "", map[string]interface{}{"a": "2"})
-	in.Records, in.RecordsRead = []patchintent.Inherited{{Manager: other, Ledger: theirs}}, true
+	in.Records = []patchintent.Inherited{{Manager: other, Ledger: theirs}}
 	before := recordOf(t, theirs)
 	var plans []*Plan
 	for range 2 {

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fieldops/fieldops/api/v1alpha1"
 	"github.com/fieldops/fieldops/ownershipcore"
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 	"github.com/fieldops/fieldops/ownershipcore/strategy"
@@ -115,5 +116,27 @@ func TestExpectAfterGiveBack(t *testing.T) {
 	}
 	if want := []Write{WriteGiveBack}; !reflect.DeepEqual(out.Sent, want) {
 		t.Errorf("sent %v, want %v", out.Sent, want)
+	}
+}
+
+// TestMakeWithReadsOnce: MakeWith reads the record of a FieldPatch it
+// forces a field from once, asks the strategy once across both Makes,
+// and returns a plan that lacks nothing (found by review).
+func TestMakeWithReadsOnce(t *testing.T) {
+	const other = "fieldops-fieldpatch/ns/other"
+	live := configMap(map[string]interface{}{"a": "1"}, [2]string{other, `{"f:data":{"f:a":{}}}`})
+	in := input(t, live, nil, v1alpha1.ConflictPolicyForce, "", map[string]interface{}{"a": "2"})
+	c := &counting{}
+	in.Strategy = c
+	reads := 0
+	p, err := MakeWith(context.Background(), applier(), decide(t, in), in, Readers{Records: func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		reads++
+		return nil, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 1 || c.asked != 1 || p.Lacks() {
+		t.Errorf("reads %d, strategy asked %d times, lacks %v; want 1, 1, false", reads, c.asked, p.Lacks())
 	}
 }
