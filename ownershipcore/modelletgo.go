@@ -52,9 +52,9 @@ type Outcome struct {
 	// without them, or the result could not be predicted).
 	Kept *fieldpath.Set
 	Why  string
-	// RestoreSent: Applier.LetGo put previous values back in a
-	// Server-Side Apply of its own, before its JSON patch (an apply that
-	// changed nothing is not sent).
+	// RestoreSent: the previous values went back in a Server-Side Apply
+	// of its own, before the JSON patch of the rest (Applier.LetGo; the
+	// model says it would: the apply changes something).
 	RestoreSent bool
 }
 
@@ -76,6 +76,7 @@ func (m Model) LetGo(s State, manager string, g LetGo) (State, Outcome, error) {
 		if next, out.Restored, err = m.restore(s, manager, g.Restore); err != nil {
 			return State{}, out, err
 		}
+		out.RestoreSent = Diff(s, next) != "" // Applier.LetGo sends it only then
 		if err := m.Check(s, next, Op{Kind: OpRestore, Manager: manager, Fields: out.Restored}); err != nil {
 			return State{}, out, err
 		}

@@ -77,7 +77,7 @@ func (n *runner) phasePlan(ctx context.Context, p *pass) (skeleton.Step, error) 
 	if err != nil {
 		return fail(p.unit, err)
 	}
-	in := patchplan.Input{Spec: p.spec, Status: p.st, Live: p.live, Manager: p.manager, Ignore: p.ignore, Strategy: strategy}
+	in := patchplan.Input{Input: patchintent.Input{Spec: p.spec, Status: p.st, Live: p.live, Manager: p.manager, Ignore: p.ignore}, Strategy: strategy}
 	p.plan, err = patchplan.MakeWith(ctx, p.applier, p.d, in, patchplan.Readers{Records: p.applier.GetFresh,
 		PreviousValues: func(ctx context.Context) (*unstructured.Unstructured, error) {
 			return n.records.readPreviousValues(ctx, p.applier, p.unit, p.uid())

@@ -69,7 +69,6 @@ func (w *dryRun) LetGo(_ context.Context, live *unstructured.Unstructured, give 
 		return ownershipcore.Result{}, ownershipcore.Outcome{}, err
 	}
 	m := w.applier.Model()
-	sent := restoreSent(m, s, w.manager, give.Restore)
 	next, out, err := m.LetGo(s, w.manager, give)
 	if err != nil && give.Relinquish {
 		w.notes = append(w.notes, "the fields the patch added cannot be removed ("+redact.Message(err)+"): they would stay without an owner")
@@ -82,28 +81,12 @@ func (w *dryRun) LetGo(_ context.Context, live *unstructured.Unstructured, give 
 	if err != nil {
 		return ownershipcore.Result{}, ownershipcore.Outcome{}, err
 	}
-	out.RestoreSent = sent
 	given, err := next.Encoded()
 	action := ownershipcore.ActionConfigured
 	if ownershipcore.Diff(s, next) == "" {
 		action = ownershipcore.ActionUnchanged
 	}
 	return ownershipcore.Result{Action: action, Object: given}, out, err
-}
-
-// restoreSent reports whether Applier.LetGo would send the Server-Side
-// Apply of values (a Restore's previous values) on s: one that changes
-// something (Model.RestoreIntent, then Model.Apply).
-func restoreSent(m ownershipcore.Model, s ownershipcore.State, manager string, values *unstructured.Unstructured) bool {
-	if values == nil {
-		return false
-	}
-	intent, _, err := m.RestoreIntent(s, manager, values)
-	if err != nil || intent == nil {
-		return false
-	}
-	next, err := m.Apply(s, intent, manager, false)
-	return err == nil && ownershipcore.Diff(s, next) != ""
 }
 
 // Apply dry-runs the apply; after a give-back the model predicts it

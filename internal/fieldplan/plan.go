@@ -384,7 +384,7 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	}
 	// The controller's own plan (patchplan.MakeWith), run by the same
 	// executor with dry runs (dryRun).
-	in := patchplan.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore, Strategy: strategy}
+	in := patchplan.Input{Input: patchintent.Input{Spec: spec, Status: st, Live: live, Manager: manager, Ignore: ignore}, Strategy: strategy}
 	made, err := p.makePlan(ctx, obj, cluster, in)
 	if err != nil {
 		return plan.invalid(err), nil
@@ -415,7 +415,7 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 // makePlan makes the controller's plan of in (patchplan.MakeWith), with
 // the records and previous values read with p's rights.
 func (p *Planner) makePlan(ctx context.Context, obj v1alpha1.Patcher, cluster bool, in patchplan.Input) (*patchplan.Plan, error) {
-	d, err := patchintent.Decide(p.Applier, patchintent.Input{Spec: in.Spec, Status: in.Status, Live: in.Live, Manager: in.Manager, Ignore: in.Ignore})
+	d, err := patchintent.Decide(p.Applier, in.Input)
 	if err != nil {
 		return nil, err
 	}

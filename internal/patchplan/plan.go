@@ -20,21 +20,17 @@ import (
 	"github.com/fieldops/fieldops/ownershipcore/fieldset"
 )
 
-// Input is what a plan is made from: the patch's spec and the record in
-// its status (for a target of a selector patch, that target's record),
-// the target as read, the patch's field manager, the fields it ignores
-// (spec.ignorePaths with the paths the ignorable-paths plugins named),
-// its conflict strategy (a plugin's included: it is asked while the plan
+// Input is what a plan is made from: what its decision is made from
+// (patchintent.Input: the patch's spec and the record in its status —
+// for a target of a selector patch, that target's record —, the target
+// as read, the patch's field manager, the fields it ignores), its
+// conflict strategy (a plugin's included: it is asked while the plan
 // is made, once per conflict; an apply decided again when sent, staged
 // or revised, asks it only about conflicts it has not answered), and
 // what the plan depends on besides the target, read before (MakeWith
 // reads it).
 type Input struct {
-	Spec     *v1alpha1.FieldPatchSpec
-	Status   *v1alpha1.FieldPatchStatus
-	Live     *unstructured.Unstructured
-	Manager  string
-	Ignore   *fieldset.Set
+	patchintent.Input
 	Strategy ownershipcore.ConflictStrategy
 	// Records are the records of the FieldPatches and
 	// ClusterFieldPatches among the owners of the fields the apply forces,

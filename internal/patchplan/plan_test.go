@@ -67,11 +67,11 @@ func input(t *testing.T, live *unstructured.Unstructured, st *v1alpha1.FieldPatc
 	if st == nil {
 		st = &v1alpha1.FieldPatchStatus{}
 	}
-	return Input{
+	return Input{Input: patchintent.Input{
 		Spec: &v1alpha1.FieldPatchSpec{Target: v1alpha1.TargetReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm"}, Patch: runtime.RawExtension{Raw: raw},
 			ConflictPolicy: conflict, DeletionPolicy: deletion},
-		Status: st, Live: live, Manager: manager, Strategy: strategy,
-	}
+		Status: st, Live: live, Manager: manager,
+	}, Strategy: strategy}
 }
 
 // takenFrom is a status whose record says the patch took fields (leaf
@@ -178,7 +178,7 @@ func TestPlanWrites(t *testing.T) {
 // decide is the decision of in.
 func decide(t *testing.T, in Input) *patchintent.Decision {
 	t.Helper()
-	d, err := patchintent.Decide(applier(), patchintent.Input{Spec: in.Spec, Status: in.Status, Live: in.Live, Manager: in.Manager, Ignore: in.Ignore})
+	d, err := patchintent.Decide(applier(), in.Input)
 	if err != nil {
 		t.Fatal(err)
 	}
