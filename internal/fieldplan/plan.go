@@ -215,14 +215,18 @@ type Planner struct {
 func (p *Planner) Plan(ctx context.Context, u *unstructured.Unstructured) ([]Plan, error) {
 	plans, err := p.plan(ctx, u)
 	for i := range plans {
-		if pl := plans[i].Patch; pl != nil && pl.Deletion == nil && plans[i].Action != ActionDelete && !p.Delete {
+		// A plan that ran has the reason its run came to
+		// (patchplan.Expect); one refused before has its action's.
+		if pl := plans[i].Patch; pl != nil && pl.Deletion == nil && plans[i].Action != ActionDelete && !p.Delete && plans[i].ReadyReason == "" {
 			plans[i].ReadyReason = plans[i].readyReason()
 		}
 	}
 	return plans, err
 }
 
-// readyReason is the Ready reason the controller sets for a patch's plan.
+// readyReason is the Ready reason the controller sets for a patch's plan
+// refused before its plan ran (target not found, forbidden, refused by
+// the controller's rules, invalid).
 func (p *Plan) readyReason() string {
 	switch p.Action {
 	case string(ownershipcore.ActionCreated), string(ownershipcore.ActionConfigured), string(ownershipcore.ActionUnchanged):
@@ -394,7 +398,8 @@ func (p *Planner) planTarget(ctx context.Context, plan Plan, obj v1alpha1.Patche
 	out, err := patchplan.Execute(ctx, made, w)
 	pp.Writes = out.Sent
 	pp.Notes = append(pp.Notes, unreadNotes(append(made.Unread, w.unread...))...)
-	pp.Events = patchplan.Expect(made, out, errors.Unwrap(err)).Events
+	expected := patchplan.Expect(made, out, errors.Unwrap(err))
+	pp.Events, plan.ReadyReason = expected.Events, expected.ReadyReason
 	plan, done := plan.applied(out.Result, err)
 	if done {
 		return plan, nil
